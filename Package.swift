@@ -1,0 +1,26 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The library has no package dependencies by design: it uses only the toolchain's Foundation
+// and Synchronization. The benchmark suite is a separate package in Benchmarks/ so that its
+// peers never become dependencies of ModelKit itself.
+let package = Package(
+    name: "ModelKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "ModelKit", targets: ["ModelKit"])
+    ],
+    targets: [
+        .target(name: "ModelKit"),
+        .target(
+            name: "ModelKitTestSupport",
+            dependencies: ["ModelKit"],
+            path: "Tests/ModelKitTestSupport"
+        ),
+        .testTarget(
+            name: "ModelKitTests",
+            dependencies: ["ModelKit", "ModelKitTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,104 @@
+import Foundation
+
+// Creating, finding and registering models: `instanceWithObjectId:` and friends.
+
+extension Model {
+    /// Creates a new model and adds it to `context` (the current context when `nil`), unless the
+    /// type is a ``ContextFreeModel``. Its state is ``ModelState/new``.
+    ///
+    /// ```swift
+    /// let author = Author.instance()
+    /// author.name = "Jon"
+    /// ```
+    ///
+    /// - Complexity: O(1).
+    public static func instance(in context: ModelContext? = nil) -> Self {
+        let model = Self()
+        guard !(model is any ContextFreeModel) else { return model }
+        return (context ?? .current).insert(model)
+    }
+
+    /// Returns the model with `objectId` from `context` (the current context when `nil`), or
+    /// creates, registers and returns a placeholder with that object id (state
+    /// ``ModelState/needsData``).
+    ///
+    /// Two calls with the same object id return the same instance, also when made from several
+    /// threads at once.
+    ///
+    /// - Complexity: O(1).
+    public static func instance(objectId: String, in context: ModelContext? = nil) -> Self {
+        let context = context ?? .current
+        if let existing = context.model(Self.self, objectId: objectId) { return existing }
+        let model = Self()
+        model.storage.metadata.objectId = objectId
+        model.storage.metadata.state = .needsData
+        guard !(model is any ContextFreeModel) else { return model }
+        return context.insert(model)
+    }
+
+    /// Returns the model with `modelId` from `context` (the current context when `nil`), or
+    /// creates, registers and returns a placeholder with that id (state ``ModelState/needsData``).
+    ///
+    /// - Complexity: O(1).
+    public static func instance(modelId: ModelID, in context: ModelContext? = nil) -> Self {
+        let context = context ?? .current
+        if let existing = context.model(Self.self, modelId: modelId) { return existing }
+        let model = Self()
+        model.storage.metadata.modelId = modelId
+        model.storage.metadata.state = .needsData
+        guard !(model is any ContextFreeModel) else { return model }
+        return context.insert(model)
+    }
+
+    /// Adds the model to `context` (the current context when `nil`); this also works for
+    /// ``ContextFreeModel`` types. A model removed earlier becomes live again, and references to it
+    /// resolve again.
+    ///
+    /// If the context already has another instance with this model's id, that one stays and this
+    /// model is not added.
+    ///
+    /// - Complexity: O(1).
+    public func addToContext(_ context: ModelContext? = nil) {
+        (context ?? .current).insert(self)
+    }
+
+    /// Removes the model from its context: the context releases it, and references to it read as
+    /// `nil` (to-one) or skip it (arrays).
+    ///
+    /// - Complexity: O(1).
+    public func removeFromContext() {
+        storage.context?.remove(self)
+    }
+
+    /// The context the model belongs to, or `nil`.
+    public var modelContext: ModelContext? { storage.context }
+}
+
+extension Model {
+    /// The framework-assigned id: unique, and stable across saving and loading.
+    public var modelId: ModelID { storage.metadata.modelId }
+
+    /// An application-defined id, such as a backend's object id. Lookups with
+    /// ``instance(objectId:in:)`` find the model by it.
+    ///
+    /// Changing it re-indexes the model in its context; if another instance of the same type in
+    /// that context has the same object id, lookups find the one that was assigned last.
+    public var objectId: String? {
+        get { storage.metadata.objectId }
+        set {
+            let old = storage.metadata.objectId
+            guard old != newValue else { return }
+            storage.metadata.objectId = newValue
+            storage.context?.objectIdChanged(self, from: old)
+        }
+    }
+
+    /// When the model was created.
+    public var createdAt: Date { storage.metadata.createdAt }
+
+    /// When a persisted property last changed (or when the model was created, if never).
+    public var updatedAt: Date { storage.metadata.updatedAt }
+
+    /// Whether the model was created by the app, is a placeholder, or was loaded.
+    public var modelState: ModelState { storage.metadata.state }
+}

@@ -1,0 +1,193 @@
+import Foundation
+
+/// Owns models: at most one instance per ``ModelID`` and per object id, retained until removed.
+/// The Swift counterpart of `MKitModelContext`.
+///
+/// Models reference each other weakly (``ModelRef``, ``ModelArray``); the context holds the strong
+/// references. Removing a model, clearing the context or letting the context go releases its
+/// models, so object graphs with cycles never leak.
+///
+/// ```swift
+/// let author = Author.instance(objectId: "001")     // created in ModelContext.current
+/// Author.instance(objectId: "001") === author       // true: one instance per id
+///
+/// let scratch = ModelContext.push()                  // a temporary context on the stack
+/// _ = Author.instance(objectId: "tmp")
+/// ModelContext.pop()                                 // gone, with its models
+/// ```
+///
+/// ## Concurrency
+/// A context is thread-safe: lookups, inserts and removals from several threads or tasks at once
+/// neither crash nor lose a model, and two threads asking for the same id get the same instance.
+/// Models are ordinary class instances: use each one from one thread or task at a time (hand it
+/// over, don't share it). To keep a task's models out of everyone else's context, give the task a
+/// context of its own with ``withCurrent(_:operation:)-swift.type.method``.
+public final class ModelContext: @unchecked Sendable {
+    struct Registry {
+        var models: [ModelID: any Model] = [:]
+        var objectIds: [ObjectKey: ModelID] = [:]
+    }
+
+    struct ObjectKey: Hashable {
+        let type: ObjectIdentifier
+        let objectId: String
+    }
+
+    let registry = Locked(Registry())
+
+    /// Creates an empty context that is not on the context stack.
+    ///
+    /// Use it with ``withCurrent(_:operation:)-swift.type.method`` or ``activate()``, or pass it
+    /// explicitly to APIs taking a context.
+    public init() {}
+
+    /// The number of models in the context (the seed's `contextCount`).
+    ///
+    /// - Complexity: O(1).
+    public var count: Int {
+        registry.withLock { $0.models.count }
+    }
+
+    /// Whether the context holds no model.
+    public var isEmpty: Bool { count == 0 }
+
+    /// A rough estimate of the memory the context's models use, in bytes (the seed's
+    /// `contextSize`): instance sizes, identity-map entries and the text of string ids. Not exact.
+    ///
+    /// - Complexity: O(n) in the number of models.
+    public var estimatedByteSize: Int {
+        let models = allModels
+        return models.reduce(0) { total, model in total + Self.estimatedSize(of: model) }
+    }
+
+    private static func estimatedSize(of model: some Model) -> Int {
+        // Object header + storage inline in the instance + two dictionary entries.
+        let instance = 16 + MemoryLayout.size(ofValue: model.storage)
+        let entry = MemoryLayout<ModelID>.stride + MemoryLayout<any Model>.stride
+        return instance + entry + (model.objectId?.utf8.count ?? 0)
+    }
+
+    /// Every model in the context, in no particular order.
+    ///
+    /// - Complexity: O(n).
+    public var allModels: [any Model] {
+        registry.withLock { Array($0.models.values) }
+    }
+
+    /// The models of type `type` in the context, in no particular order.
+    ///
+    /// - Complexity: O(n) in the number of models in the context.
+    public func models<M: Model>(of type: M.Type) -> [M] {
+        registry.withLock { registry in registry.models.values.compactMap { $0 as? M } }
+    }
+
+    /// The model with `modelId`, whatever its type.
+    ///
+    /// - Complexity: O(1).
+    public func model(withId modelId: ModelID) -> (any Model)? {
+        registry.withLock { $0.models[modelId] }
+    }
+
+    /// The model of type `type` with `modelId`, or `nil` when the context has none.
+    ///
+    /// - Complexity: O(1).
+    public func model<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
+        registry.withLock { $0.models[modelId] } as? M
+    }
+
+    /// The model of type `type` whose ``Model/objectId`` is `objectId`, or `nil`.
+    ///
+    /// - Complexity: O(1) (average, hashing `objectId`).
+    public func model<M: Model>(_ type: M.Type, objectId: String) -> M? {
+        let key = ObjectKey(type: ObjectIdentifier(type), objectId: objectId)
+        return registry.withLock { registry in
+            registry.objectIds[key].flatMap { registry.models[$0] }
+        } as? M
+    }
+
+    /// Adds `model` to the context, taking it out of the context it was in.
+    ///
+    /// If the context already holds a different instance with the same model id (or the same type
+    /// and object id), that instance stays and is returned; otherwise `model` is returned. Use the
+    /// returned instance.
+    ///
+    /// - Complexity: O(1).
+    @discardableResult
+    public func insert<M: Model>(_ model: M) -> M {
+        if let other = model.storage.context, other !== self {
+            other.remove(model)
+        }
+        ModelRegistry.noteUse(of: M.self)
+        let id = model.storage.metadata.modelId
+        let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
+        let existing: (any Model)? = registry.withLock { registry in
+            if let existing = registry.models[id] { return existing }
+            if let objectKey, let otherId = registry.objectIds[objectKey], let existing = registry.models[otherId] {
+                return existing
+            }
+            registry.models[id] = model
+            if let objectKey { registry.objectIds[objectKey] = id }
+            return nil
+        }
+        if let existing {
+            if let same = existing as? M { return same }
+            // Same id, different type: the context keeps the one it has; the caller's model stays out.
+            return model
+        }
+        model.storage.context = self
+        model.storage.metadata.membership = .managed
+        return model
+    }
+
+    /// Removes `model` from the context. References to it read as `nil` from now on.
+    ///
+    /// Removing a model the context doesn't hold does nothing.
+    ///
+    /// - Complexity: O(1).
+    public func remove<M: Model>(_ model: M) {
+        let id = model.storage.metadata.modelId
+        let removed = registry.withLock { registry -> Bool in
+            guard let held = registry.models[id], held === model else { return false }
+            registry.models[id] = nil
+            if let objectId = model.storage.metadata.objectId {
+                let key = ObjectKey(type: ObjectIdentifier(M.self), objectId: objectId)
+                if registry.objectIds[key] == id { registry.objectIds[key] = nil }
+            }
+            return true
+        }
+        guard removed else { return }
+        model.storage.context = nil
+        model.storage.metadata.membership = .removed
+    }
+
+    /// Removes every model from the context, releasing them.
+    ///
+    /// - Complexity: O(n).
+    public func clear() {
+        let models = registry.withLock { registry -> [any Model] in
+            let models = Array(registry.models.values)
+            registry = Registry()
+            return models
+        }
+        for model in models { Self.detach(model) }
+    }
+
+    private static func detach(_ model: some Model) {
+        model.storage.context = nil
+        model.storage.metadata.membership = .removed
+    }
+
+    /// Re-indexes a model whose object id changed from `old` to its current value.
+    func objectIdChanged<M: Model>(_ model: M, from old: String?) {
+        let type = ObjectIdentifier(M.self)
+        let id = model.storage.metadata.modelId
+        let new = model.storage.metadata.objectId
+        registry.withLock { registry in
+            guard registry.models[id] === model else { return }
+            if let old, registry.objectIds[ObjectKey(type: type, objectId: old)] == id {
+                registry.objectIds[ObjectKey(type: type, objectId: old)] = nil
+            }
+            if let new { registry.objectIds[ObjectKey(type: type, objectId: new)] = id }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// A location on Earth, in degrees: the Swift counterpart of ModelKit's `MKitGeoPoint`.
+///
+/// A `GeoPoint` is a value, not a model: use it as a property.
+///
+/// ```swift
+/// struct Properties: Codable {
+///     var name = ""
+///     var location = GeoPoint(latitude: 10.765, longitude: 106.690)
+/// }
+/// ```
+///
+/// In ModelKit's JSON form it is written as
+/// `{"__type": "GeoPoint", "latitude": 10.765, "longitude": 106.69}`.
+public struct GeoPoint: Hashable, Sendable, Codable {
+    /// Degrees north of the equator, from -90 to 90.
+    public var latitude: Double
+    /// Degrees east of the prime meridian, from -180 to 180.
+    public var longitude: Double
+
+    /// Creates a point from degrees of latitude and longitude.
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
+    /// The mean radius of the Earth used by ``distance(to:)``, in kilometres.
+    public static let earthRadiusKilometers = 6371.0088
+
+    /// The great-circle distance to `other`, in kilometres (haversine formula on a sphere).
+    ///
+    /// - Complexity: O(1).
+    public func distance(to other: GeoPoint) -> Double {
+        let toRadians = Double.pi / 180
+        let dLat = (other.latitude - latitude) * toRadians
+        let dLon = (other.longitude - longitude) * toRadians
+        let a = sin(dLat / 2) * sin(dLat / 2)
+            + cos(latitude * toRadians) * cos(other.latitude * toRadians) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * Self.earthRadiusKilometers * asin(min(1, a.squareRoot()))
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+// Property access through @dynamicMemberLookup. Plain assignments go through `set`, compound
+// mutations (`+=`, `append`) through `_modify`, which mutates the stored value in place so that
+// appending to an array property is O(1) rather than a copy per call.
+
+extension Model {
+    /// Reads or writes a persisted property: `author.name`.
+    ///
+    /// A write stamps ``updatedAt``.
+    ///
+    /// - Complexity: O(1) beyond the cost of the value's own copy.
+    @inlinable
+    public subscript<Value>(dynamicMember keyPath: WritableKeyPath<Properties, Value>) -> Value {
+        get { storage.properties[keyPath: keyPath] }
+        set {
+            storage.properties[keyPath: keyPath] = newValue
+            storage.touch()
+        }
+        _modify {
+            yield &storage.properties[keyPath: keyPath]
+            storage.touch()
+        }
+    }
+
+    /// Reads or writes an `Equatable` persisted property. Assigning the value the property already
+    /// has is not a change: ``updatedAt`` stays as it was.
+    ///
+    /// - Complexity: O(1) beyond the cost of comparing and copying the value.
+    @inlinable
+    public subscript<Value: Equatable>(dynamicMember keyPath: WritableKeyPath<Properties, Value>) -> Value {
+        get { storage.properties[keyPath: keyPath] }
+        set {
+            guard storage.properties[keyPath: keyPath] != newValue else { return }
+            storage.properties[keyPath: keyPath] = newValue
+            storage.touch()
+        }
+        _modify {
+            yield &storage.properties[keyPath: keyPath]
+            storage.touch()
+        }
+    }
+
+    /// Reads a read-only (`let`) persisted property.
+    @inlinable
+    public subscript<Value>(dynamicMember keyPath: KeyPath<Properties, Value>) -> Value {
+        storage.properties[keyPath: keyPath]
+    }
+
+    /// Reads or writes a to-one reference: `post.author`.
+    ///
+    /// Reading returns `nil` when the target was removed from its context or no longer exists;
+    /// when a model with the remembered id is in the context again, the reference resolves to it.
+    /// Assigning a model that is in no context yet adds it to this model's context.
+    ///
+    /// - Complexity: O(1).
+    public subscript<Target: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelRef<Target>>) -> Target? {
+        get { storage.properties[keyPath: keyPath].resolve(in: storage.context) }
+        set {
+            let old = storage.properties[keyPath: keyPath]
+            guard old.id != newValue?.modelId || old.target(in: storage.context) !== newValue else { return }
+            if let newValue { adopt(newValue) }
+            storage.properties[keyPath: keyPath] = ModelRef(newValue)
+            storage.touch()
+        }
+    }
+
+    /// Reads or mutates a to-many reference: `author.posts.append(post)`.
+    ///
+    /// The array resolves its elements in this model's context; models appended to it that are in
+    /// no context yet are added to this model's context.
+    ///
+    /// - Complexity: O(1) to read; mutations cost what the same mutation of an `Array` costs.
+    public subscript<Element: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelArray<Element>>) -> ModelArray<Element> {
+        get {
+            var array = storage.properties[keyPath: keyPath]
+            array.context = storage.context
+            return array
+        }
+        set {
+            var array = newValue
+            array.context = storage.context
+            array.adoptAll()
+            storage.properties[keyPath: keyPath] = array
+            storage.touch()
+        }
+        _modify {
+            storage.properties[keyPath: keyPath].context = storage.context
+            yield &storage.properties[keyPath: keyPath]
+            storage.touch()
+        }
+    }
+
+    /// Adds `target` to this model's context when it has never been in one, so that a freshly
+    /// created model assigned to a reference is kept alive by the context like its owner.
+    func adopt<Target: Model>(_ target: Target) {
+        guard let context = storage.context, target.storage.metadata.membership == .unmanaged,
+            !(target is any ContextFreeModel)
+        else { return }
+        context.insert(target)
+    }
+}

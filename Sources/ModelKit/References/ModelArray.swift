@@ -1,0 +1,144 @@
+import Foundation
+
+/// A to-many reference: an ordered collection of weakly held models, stored in `Properties`.
+/// The Swift counterpart of `MKitMutableModelArray`.
+///
+/// ```swift
+/// struct Properties: Codable {
+///     var posts = ModelArray<Post>()
+/// }
+///
+/// author.posts.append(post)
+/// for post in author.posts { print(post.title) }
+/// ```
+///
+/// Elements are not retained (the context retains models), so cycles such as an author holding
+/// its posts while each post references its author never leak. An element whose model was removed
+/// from its context is skipped when the array is read, and comes back when a model with its id is
+/// in the context again. The same model may appear more than once.
+///
+/// Indices are positions in the stored list; an element that goes away between computing an index
+/// and using it makes that index invalid, as with any collection mutated behind your back.
+public struct ModelArray<Element: Model> {
+    @usableFromInline var references: [ModelRef<Element>]
+    /// The context in which elements are resolved; set by the owning model when it hands the array
+    /// out. `nil` means the current context.
+    weak var context: ModelContext?
+
+    /// Creates an empty array.
+    public init() {
+        references = []
+    }
+
+    /// Creates an array holding `models`, in order.
+    public init<S: Sequence>(_ models: S) where S.Element == Element {
+        references = models.map { ModelRef($0) }
+    }
+
+    /// The ids of all stored references, in order, including those that do not resolve right now.
+    public var ids: [ModelID] { references.compactMap(\.id) }
+
+    /// The live elements as an `Array`.
+    ///
+    /// - Complexity: O(n).
+    public var models: [Element] { Array(self) }
+
+    func resolve(at raw: Int) -> Element? {
+        references[raw].target(in: context)
+    }
+
+    /// Adds every element that has never been in a context to this array's context.
+    mutating func adoptAll() {
+        guard let context else { return }
+        for index in references.indices {
+            guard let model = references[index].cached, model.storage.metadata.membership == .unmanaged,
+                !(model is any ContextFreeModel)
+            else { continue }
+            context.insert(model)
+        }
+    }
+}
+
+extension ModelArray: BidirectionalCollection {
+    /// A position in the array's stored references.
+    public struct Index: Comparable, Hashable, Sendable {
+        @usableFromInline let raw: Int
+        public static func < (lhs: Index, rhs: Index) -> Bool { lhs.raw < rhs.raw }
+    }
+
+    /// The position of the first live element.
+    ///
+    /// - Complexity: O(k), where k is the number of leading references that do not resolve.
+    public var startIndex: Index { Index(raw: nextLive(from: 0)) }
+
+    public var endIndex: Index { Index(raw: references.count) }
+
+    public func index(after i: Index) -> Index { Index(raw: nextLive(from: i.raw + 1)) }
+
+    public func index(before i: Index) -> Index {
+        var raw = i.raw - 1
+        while raw > 0, resolve(at: raw) == nil { raw -= 1 }
+        return Index(raw: raw)
+    }
+
+    /// The model at `position`.
+    ///
+    /// - Precondition: `position` is the index of a live element.
+    public subscript(position: Index) -> Element {
+        guard let model = resolve(at: position.raw) else {
+            preconditionFailure("ModelArray index \(position.raw) does not refer to a live model")
+        }
+        return model
+    }
+
+    private func nextLive(from raw: Int) -> Int {
+        var raw = raw
+        while raw < references.count, resolve(at: raw) == nil { raw += 1 }
+        return raw
+    }
+}
+
+extension ModelArray: RangeReplaceableCollection {
+    /// Replaces the references in `subrange` with references to `newElements`. Models that have
+    /// never been in a context join the array's context.
+    ///
+    /// - Complexity: O(n + m), as `Array.replaceSubrange`; appending is amortized O(1).
+    public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Index>, with newElements: C)
+    where C.Element == Element {
+        references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.map { ModelRef($0) })
+        if let context {
+            for model in newElements where model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel) {
+                context.insert(model)
+            }
+        }
+    }
+
+    public mutating func reserveCapacity(_ n: Int) {
+        references.reserveCapacity(n)
+    }
+}
+
+extension ModelArray: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: Element...) {
+        self.init(elements)
+    }
+}
+
+extension ModelArray: Equatable {
+    /// Two arrays are equal when they refer to the same model ids in the same order.
+    public static func == (lhs: ModelArray, rhs: ModelArray) -> Bool {
+        lhs.references.map(\.id) == rhs.references.map(\.id)
+    }
+}
+
+extension ModelArray: Hashable {
+    public func hash(into hasher: inout Hasher) {
+        for reference in references { hasher.combine(reference.id) }
+    }
+}
+
+extension ModelArray: CustomStringConvertible {
+    public var description: String {
+        "ModelArray<\(Element.modelName)>(\(references.count) references)"
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+extension Model {
+    /// Serializes the model and every model it references, as ModelKit for Objective-C did.
+    ///
+    /// A model whose properties contain no references returns one dictionary:
+    ///
+    /// ```swift
+    /// let value = try author.serialize()
+    /// // ["model": "Author", "modelId": "…", "objectId": "001", "createdAt": …, "updatedAt": …,
+    /// //  "properties": ["name": "Jon Gilkison", "age": 39, …]]
+    /// ```
+    ///
+    /// A model with reference properties returns an array of such dictionaries: this model first,
+    /// then every model reachable from it exactly once, each reference written as
+    /// `{"__type": "ModelPointer", "model": …, "modelId": …, "objectId": …}`. Cycles, self-references
+    /// and shared targets are fine.
+    ///
+    /// - Parameter format: ``SerializationFormat/propertyList`` (native dates and data) or
+    ///   ``SerializationFormat/json`` (`__type` objects for dates and data).
+    /// - Throws: ``SerializationError`` when a property fails to encode (its own `encode(to:)` threw,
+    ///   or values nest deeper than ``SerializationError/maximumDepth``), or when two different
+    ///   instances with the same model id are reachable.
+    /// - Complexity: O(n) in the size of the reachable graph.
+    public func serialize(as format: SerializationFormat = .propertyList) throws -> ModelValue {
+        let writer = GraphWriter(format: format)
+        let models = try writer.serialize([self])
+        return writer.sawReference ? .array(models) : models[0]
+    }
+
+    /// The model and everything it references as UTF-8 JSON text (``serialize(as:)`` in the JSON
+    /// form).
+    ///
+    /// ```swift
+    /// let data = try post.jsonData(options: .prettyPrinted)
+    /// let copy = try Post.instance(fromJSON: data, in: ModelContext())
+    /// ```
+    ///
+    /// - Throws: ``SerializationError``, as ``serialize(as:)``.
+    /// - Complexity: O(n) in the size of the output.
+    public func jsonData(options: ModelValue.JSONWritingOptions = []) throws -> Data {
+        try serialize(as: .json).jsonData(options: options)
+    }
+
+    /// Rebuilds a serialized graph and returns its first model (the seed's
+    /// `instanceWithDictionary:`).
+    ///
+    /// Reads either form and anything ``serialize(as:)`` produces. A model whose id is already in
+    /// the context is updated in place and returned (no duplicates: references the app holds stay
+    /// valid); other models are created and added to the context.
+    ///
+    /// ```swift
+    /// let value = try author.serialize()
+    /// let same = try Author.instance(from: value)      // `same === author`, updated in place
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: One model dictionary, or an array of them with the root first.
+    ///   - context: Where to look models up and register them; the current context when `nil`.
+    ///   - options: See ``DeserializationOptions``.
+    /// - Returns: The first model in the data.
+    /// - Throws: ``SerializationError`` naming the model index, the property path and what was
+    ///   expected: wrong types, missing `model` names, unknown model names, invalid or duplicate
+    ///   ids, pointers to models not in the data, a first model that is not a `Self`, or nesting
+    ///   deeper than ``SerializationError/maximumDepth``. After an error, the context and the models
+    ///   in it are exactly as before.
+    /// - Complexity: O(n) in the size of the data.
+    public static func instance(
+        from value: ModelValue, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        let reader = GraphReader(context: context ?? .current, options: options)
+        return try reader.read(value, root: Self.self)
+    }
+
+    /// Rebuilds a graph from UTF-8 JSON text. See ``instance(from:in:options:)``.
+    ///
+    /// - Throws: ``SerializationError``; malformed JSON gives ``SerializationError/Code/malformedInput``
+    ///   with the byte offset.
+    /// - Complexity: O(n) in the size of the data.
+    public static func instance(
+        fromJSON data: Data, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try instance(from: ModelValue(json: data), in: context, options: options)
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+
+// An Encoder that turns a model's `Properties` into a ModelValue tree. Containers write into
+// reference-type boxes so that nested containers handed out earlier can still be filled in; the
+// boxes are flattened into values once the model is encoded.
+
+/// A value being built by the encoder.
+enum EncodedSlot {
+    case value(ModelValue)
+    case object(EncodedObject)
+    case array(EncodedArray)
+
+    func finish() -> ModelValue {
+        switch self {
+        case .value(let value): return value
+        case .object(let box):
+            var object = ModelValue.Object()
+            for (key, slot) in zip(box.keys, box.slots) { object[key] = slot.finish() }
+            return .object(object)
+        case .array(let box): return .array(box.slots.map { $0.finish() })
+        }
+    }
+}
+
+final class EncodedObject {
+    var keys: [String] = []
+    var slots: [EncodedSlot] = []
+
+    func set(_ slot: EncodedSlot, for key: String) {
+        keys.append(key)
+        slots.append(slot)
+    }
+}
+
+final class EncodedArray {
+    var slots: [EncodedSlot] = []
+}
+
+/// A coding key for array positions and for paths built by ModelKit itself.
+struct IndexKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        intValue = nil
+    }
+    init(intValue: Int) {
+        stringValue = "\(intValue)"
+        self.intValue = intValue
+    }
+}
+
+/// Renders a coding path as `properties.tags[2].name`.
+func describe(_ path: [any CodingKey]) -> String {
+    var text = ""
+    for key in path {
+        if let index = key.intValue, key is IndexKey {
+            text += "[\(index)]"
+        } else {
+            if !text.isEmpty { text += "." }
+            text += key.stringValue
+        }
+    }
+    return text
+}
+
+/// Values that the graph serializer writes itself instead of asking them to encode: references.
+protocol GraphEncodable {
+    func encodePointers(with writer: GraphWriter) throws -> ModelValue
+}
+
+final class PropertyEncoder: Encoder {
+    let writer: GraphWriter
+    let codingPath: [any CodingKey]
+    let depth: Int
+    var slot: EncodedSlot?
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(writer: GraphWriter, codingPath: [any CodingKey], depth: Int) {
+        self.writer = writer
+        self.codingPath = codingPath
+        self.depth = depth
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        let object: EncodedObject
+        if case .object(let existing)? = slot {
+            object = existing
+        } else {
+            object = EncodedObject()
+            slot = .object(object)
+        }
+        return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self, object: object, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        let array: EncodedArray
+        if case .array(let existing)? = slot {
+            array = existing
+        } else {
+            array = EncodedArray()
+            slot = .array(array)
+        }
+        return UnkeyedContainer(encoder: self, array: array, codingPath: codingPath)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleValueContainer(encoder: self)
+    }
+
+    /// Encodes one value at `path`, special-casing the types ModelKit writes in its own forms.
+    func box<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> EncodedSlot {
+        if T.self == Date.self {
+            let date = value as! Date
+            return .value(writer.format == .json ? ModelValue.jsonDate(date) : .date(date))
+        }
+        if T.self == Data.self {
+            let data = value as! Data
+            return .value(writer.format == .json ? ModelValue.jsonBytes(data) : .data(data))
+        }
+        if T.self == URL.self { return .value(.string((value as! URL).absoluteString)) }
+        if T.self == Double.self { return .value(number(value as! Double)) }
+        if T.self == Float.self { return .value(number(value as! Float)) }
+        if T.self == GeoPoint.self {
+            let point = value as! GeoPoint
+            return .value(
+                .object(ModelValue.Object([
+                    ("__type", "GeoPoint"), ("latitude", number(point.latitude)), ("longitude", number(point.longitude)),
+                ])))
+        }
+        if let reference = value as? any GraphEncodable {
+            do {
+                return .value(try reference.encodePointers(with: writer))
+            } catch let error as SerializationError where error.path.isEmpty {
+                throw SerializationError(error.code, path: describe(path), expected: error.expected, found: error.found)
+            }
+        }
+        guard depth < SerializationError.maximumDepth else {
+            throw SerializationError(
+                .nestingTooDeep, path: describe(path), expected: "at most \(SerializationError.maximumDepth) levels of nested values",
+                found: "deeper nesting (a cycle among objects that are not models?)")
+        }
+        let nested = PropertyEncoder(writer: writer, codingPath: path, depth: depth + 1)
+        try value.encode(to: nested)
+        return nested.slot ?? .value(.object(ModelValue.Object()))
+    }
+
+    func number(_ value: Double) -> ModelValue {
+        writer.format == .json ? ModelValue.jsonNumber(value) : .double(value)
+    }
+
+    /// A Float is stored as the Double nearest to its shortest decimal text, so that JSON shows
+    /// `0.1` rather than `0.10000000149011612`; reading that Double back as a Float gives the same
+    /// Float (double rounding from 53 to 24 bits is innocuous).
+    func number(_ value: Float) -> ModelValue {
+        guard value.isFinite, let double = Double(value.description) else { return number(Double(value)) }
+        return .double(double)
+    }
+
+    func integer<I: FixedWidthInteger>(_ value: I) -> ModelValue {
+        if let small = Int64(exactly: value) { return .int(small) }
+        return .uint(UInt64(value))
+    }
+
+    struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let encoder: PropertyEncoder
+        let object: EncodedObject
+        let codingPath: [any CodingKey]
+
+        private func put(_ value: ModelValue, _ key: Key) { object.set(.value(value), for: key.stringValue) }
+
+        mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
+        mutating func encode(_ value: String, forKey key: Key) throws { put(.string(value), key) }
+        mutating func encode(_ value: Double, forKey key: Key) throws { put(encoder.number(value), key) }
+        mutating func encode(_ value: Float, forKey key: Key) throws { put(encoder.number(value), key) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: Int8, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: Int16, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: Int32, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { put(.int(value), key) }
+        mutating func encode(_ value: UInt, forKey key: Key) throws { put(encoder.integer(value), key) }
+        mutating func encode(_ value: UInt8, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: UInt16, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: UInt32, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: UInt64, forKey key: Key) throws { put(encoder.integer(value), key) }
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            object.set(try encoder.box(value, at: codingPath + [key]), for: key.stringValue)
+        }
+
+        // A nil optional is written as null (the default implementations would leave the key out),
+        // so a missing key always means "not in the data" and can take the property's default.
+        mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try put(value, key) }
+        mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { try put(value, key) }
+
+        private mutating func put<T: Encodable>(_ value: T?, _ key: Key) throws {
+            guard let value else { return put(.null, key) }
+            try encode(value, forKey: key)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+            -> KeyedEncodingContainer<NestedKey>
+        {
+            let nested = EncodedObject()
+            object.set(.object(nested), for: key.stringValue)
+            return KeyedEncodingContainer(
+                KeyedContainer<NestedKey>(encoder: encoder, object: nested, codingPath: codingPath + [key]))
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            let nested = EncodedArray()
+            object.set(.array(nested), for: key.stringValue)
+            return UnkeyedContainer(encoder: encoder, array: nested, codingPath: codingPath + [key])
+        }
+
+        mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+
+        mutating func superEncoder(forKey key: Key) -> any Encoder {
+            let nested = PropertyEncoder(writer: encoder.writer, codingPath: codingPath + [key], depth: encoder.depth + 1)
+            let object = EncodedObject()
+            nested.slot = .object(object)
+            self.object.set(.object(object), for: key.stringValue)
+            return nested
+        }
+    }
+
+    struct UnkeyedContainer: UnkeyedEncodingContainer {
+        let encoder: PropertyEncoder
+        let array: EncodedArray
+        let codingPath: [any CodingKey]
+        var count: Int { array.slots.count }
+
+        private func put(_ value: ModelValue) { array.slots.append(.value(value)) }
+        private var nextPath: [any CodingKey] { codingPath + [IndexKey(intValue: count)] }
+
+        mutating func encodeNil() throws { put(.null) }
+        mutating func encode(_ value: Bool) throws { put(.bool(value)) }
+        mutating func encode(_ value: String) throws { put(.string(value)) }
+        mutating func encode(_ value: Double) throws { put(encoder.number(value)) }
+        mutating func encode(_ value: Float) throws { put(encoder.number(value)) }
+        mutating func encode(_ value: Int) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int8) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int16) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int32) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int64) throws { put(.int(value)) }
+        mutating func encode(_ value: UInt) throws { put(encoder.integer(value)) }
+        mutating func encode(_ value: UInt8) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: UInt16) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: UInt32) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: UInt64) throws { put(encoder.integer(value)) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            array.slots.append(try encoder.box(value, at: nextPath))
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+            let nested = EncodedObject()
+            let path = nextPath
+            array.slots.append(.object(nested))
+            return KeyedEncodingContainer(KeyedContainer<NestedKey>(encoder: encoder, object: nested, codingPath: path))
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+            let nested = EncodedArray()
+            let path = nextPath
+            array.slots.append(.array(nested))
+            return UnkeyedContainer(encoder: encoder, array: nested, codingPath: path)
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            let nested = PropertyEncoder(writer: encoder.writer, codingPath: nextPath, depth: encoder.depth + 1)
+            let object = EncodedObject()
+            nested.slot = .object(object)
+            array.slots.append(.object(object))
+            return nested
+        }
+    }
+
+    struct SingleValueContainer: SingleValueEncodingContainer {
+        let encoder: PropertyEncoder
+        var codingPath: [any CodingKey] { encoder.codingPath }
+
+        private func put(_ value: ModelValue) { encoder.slot = .value(value) }
+
+        mutating func encodeNil() throws { put(.null) }
+        mutating func encode(_ value: Bool) throws { put(.bool(value)) }
+        mutating func encode(_ value: String) throws { put(.string(value)) }
+        mutating func encode(_ value: Double) throws { put(encoder.number(value)) }
+        mutating func encode(_ value: Float) throws { put(encoder.number(value)) }
+        mutating func encode(_ value: Int) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int8) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int16) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int32) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: Int64) throws { put(.int(value)) }
+        mutating func encode(_ value: UInt) throws { put(encoder.integer(value)) }
+        mutating func encode(_ value: UInt8) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: UInt16) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: UInt32) throws { put(.int(Int64(value))) }
+        mutating func encode(_ value: UInt64) throws { put(encoder.integer(value)) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            encoder.slot = try encoder.box(value, at: codingPath)
+        }
+    }
+}

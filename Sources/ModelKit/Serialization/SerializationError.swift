@@ -1,0 +1,104 @@
+/// An error from serializing or deserializing models: says where and what was expected.
+///
+/// ```swift
+/// do {
+///     let author = try Author.instance(fromJSON: data)
+/// } catch let error as SerializationError where error.code == .unknownModel {
+///     print(error.modelIndex, error.found)    // 3, "\"Autor\""
+/// } catch SerializationError.Code.danglingPointer {
+///     // `~=` matches an error against a code
+/// }
+/// ```
+///
+/// Its ``description`` reads like
+/// `Model index 2 (Post), properties.author: expected a pointer to a model in the data but found modelId 7E… instead.`
+public struct SerializationError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong.
+    public let code: Code
+    /// The position of the offending model in the serialized array (0 for a single dictionary).
+    public let modelIndex: Int?
+    /// The model name written at that position, when it could be read.
+    public let modelName: String?
+    /// The path to the offending value inside the model, such as `properties.tags[2]`; empty when
+    /// the model's header itself is at fault.
+    public let path: String
+    /// The byte offset in the input, for errors found while parsing bytes.
+    public let byteOffset: Int?
+    /// What was expected at that place.
+    public let expected: String
+    /// What was found instead.
+    public let found: String
+
+    init(
+        _ code: Code, modelIndex: Int? = nil, modelName: String? = nil, path: String = "", byteOffset: Int? = nil,
+        expected: String, found: String
+    ) {
+        self.code = code
+        self.modelIndex = modelIndex
+        self.modelName = modelName
+        self.path = path
+        self.byteOffset = byteOffset
+        self.expected = expected
+        self.found = found
+    }
+
+    func located(modelIndex: Int, modelName: String?) -> SerializationError {
+        SerializationError(
+            code, modelIndex: self.modelIndex ?? modelIndex, modelName: self.modelName ?? modelName, path: path,
+            byteOffset: byteOffset, expected: expected, found: found)
+    }
+
+    public var description: String {
+        var location: [String] = []
+        if let byteOffset { location.append("Byte offset \(byteOffset)") }
+        if let modelIndex {
+            location.append(modelName.map { "Model index \(modelIndex) (\($0))" } ?? "Model index \(modelIndex)")
+        }
+        if !path.isEmpty { location.append(path) }
+        let prefix = location.isEmpty ? "" : location.joined(separator: ", ") + ": "
+        return "\(prefix)expected \(expected) but found \(found) instead. [\(code)]"
+    }
+
+    /// The kinds of serialization errors. Compare with `==`, or match an `Error` against one with
+    /// `~=` (in `catch` clauses and `switch`).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// A value has the wrong type, such as a string where a number belongs.
+        public static let typeMismatch = Code("typeMismatch")
+        /// A required value is missing.
+        public static let valueNotFound = Code("valueNotFound")
+        /// A number does not fit in the property's type, such as 300 for a `UInt8`.
+        public static let numberOutOfRange = Code("numberOutOfRange")
+        /// A value has the right type but is not valid (a malformed date, base64 text or URL).
+        public static let invalidValue = Code("invalidValue")
+        /// A model name that no registered type has.
+        public static let unknownModel = Code("unknownModel")
+        /// A `ModelPointer` to a model that is not in the data.
+        public static let danglingPointer = Code("danglingPointer")
+        /// Two models in the data share a model id.
+        public static let duplicateModelId = Code("duplicateModelId")
+        /// A model id that is not in the `8-4-4-4-12` hexadecimal form.
+        public static let invalidModelId = Code("invalidModelId")
+        /// The data or the model type does not match what the caller or the context expects
+        /// (a root of the wrong type, or an id the context holds as another type).
+        public static let modelTypeConflict = Code("modelTypeConflict")
+        /// Values nested deeper than the limit, for example a cycle among non-model objects.
+        public static let nestingTooDeep = Code("nestingTooDeep")
+        /// Input bytes that are not well-formed (JSON syntax, invalid UTF-8, truncated data).
+        public static let malformedInput = Code("malformedInput")
+    }
+
+    /// The nesting depth beyond which encoding and decoding stop with ``Code/nestingTooDeep``.
+    /// Model references do not count: they are flattened, so graphs of any length are fine.
+    public static let maximumDepth = 512
+}
+
+extension SerializationError.Code {
+    /// Whether `error` is a ``SerializationError`` with this code.
+    public static func ~= (code: SerializationError.Code, error: any Error) -> Bool {
+        (error as? SerializationError)?.code == code
+    }
+}
