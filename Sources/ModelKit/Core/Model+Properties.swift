@@ -12,13 +12,13 @@ extension Model {
     /// - Complexity: O(1) beyond the cost of the value's own copy.
     @inlinable
     public subscript<Value>(dynamicMember keyPath: WritableKeyPath<Properties, Value>) -> Value {
-        get { storage.properties[keyPath: keyPath] }
+        get { storage.values[keyPath: keyPath] }
         set {
-            storage.properties[keyPath: keyPath] = newValue
+            storage.values[keyPath: keyPath] = newValue
             storage.touch()
         }
         _modify {
-            yield &storage.properties[keyPath: keyPath]
+            yield &storage.values[keyPath: keyPath]
             storage.touch()
         }
     }
@@ -29,14 +29,14 @@ extension Model {
     /// - Complexity: O(1) beyond the cost of comparing and copying the value.
     @inlinable
     public subscript<Value: Equatable>(dynamicMember keyPath: WritableKeyPath<Properties, Value>) -> Value {
-        get { storage.properties[keyPath: keyPath] }
+        get { storage.values[keyPath: keyPath] }
         set {
-            guard storage.properties[keyPath: keyPath] != newValue else { return }
-            storage.properties[keyPath: keyPath] = newValue
+            guard storage.values[keyPath: keyPath] != newValue else { return }
+            storage.values[keyPath: keyPath] = newValue
             storage.touch()
         }
         _modify {
-            yield &storage.properties[keyPath: keyPath]
+            yield &storage.values[keyPath: keyPath]
             storage.touch()
         }
     }
@@ -44,7 +44,7 @@ extension Model {
     /// Reads a read-only (`let`) persisted property.
     @inlinable
     public subscript<Value>(dynamicMember keyPath: KeyPath<Properties, Value>) -> Value {
-        storage.properties[keyPath: keyPath]
+        storage.values[keyPath: keyPath]
     }
 
     /// Reads or writes a to-one reference: `post.author`.
@@ -55,12 +55,12 @@ extension Model {
     ///
     /// - Complexity: O(1).
     public subscript<Target: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelRef<Target>>) -> Target? {
-        get { storage.properties[keyPath: keyPath].resolve(in: storage.context) }
+        get { storage.values[keyPath: keyPath].resolve(in: storage.context) }
         set {
-            let old = storage.properties[keyPath: keyPath]
+            let old = storage.values[keyPath: keyPath]
             guard old.id != newValue?.modelId || old.target(in: storage.context) !== newValue else { return }
             if let newValue { adopt(newValue) }
-            storage.properties[keyPath: keyPath] = ModelRef(newValue)
+            storage.values[keyPath: keyPath] = ModelRef(newValue)
             storage.touch()
         }
     }
@@ -73,7 +73,7 @@ extension Model {
     /// - Complexity: O(1) to read; mutations cost what the same mutation of an `Array` costs.
     public subscript<Element: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelArray<Element>>) -> ModelArray<Element> {
         get {
-            var array = storage.properties[keyPath: keyPath]
+            var array = storage.values[keyPath: keyPath]
             array.context = storage.context
             return array
         }
@@ -81,12 +81,12 @@ extension Model {
             var array = newValue
             array.context = storage.context
             array.adoptAll()
-            storage.properties[keyPath: keyPath] = array
+            storage.values[keyPath: keyPath] = array
             storage.touch()
         }
         _modify {
-            storage.properties[keyPath: keyPath].context = storage.context
-            yield &storage.properties[keyPath: keyPath]
+            storage.values[keyPath: keyPath].context = storage.context
+            yield &storage.values[keyPath: keyPath]
             storage.touch()
         }
     }

@@ -8,19 +8,23 @@ import Foundation
 /// Keeping the properties in one struct is what lets ModelKit replace all of them at once when a
 /// model is reloaded (so instances held by the app stay valid) without reflection.
 public struct ModelStorage<Properties: Codable> {
-    @usableFromInline var properties: Properties
+    @usableFromInline var values: Properties
     @usableFromInline var metadata: ModelMetadata
     /// The context that owns the model. Weak: the context retains its models, not the reverse.
     @usableFromInline weak var context: ModelContext?
 
     /// Creates the storage of a new model with the given properties and a fresh ``ModelID``.
     public init(_ properties: Properties) {
-        self.properties = properties
+        values = properties
         let now = Date()
         metadata = ModelMetadata(
             modelId: ModelID.generate(), objectId: nil, createdAt: now, updatedAt: now, state: .new,
             membership: .unmanaged)
     }
+
+    /// A copy of all persisted properties at once, for snapshots or to hand the values to another
+    /// task. Write them through the model (`author.name = …`), which also stamps `updatedAt`.
+    public var properties: Properties { values }
 
     /// Records that a persisted property changed.
     @usableFromInline mutating func touch() {

@@ -73,7 +73,7 @@ final class GraphWriter {
         ownerContext = model.storage.context
         let properties: ModelValue
         do {
-            properties = try encodeProperties(model.storage.properties)
+            properties = try encodeProperties(model.storage.values)
         } catch let error as SerializationError {
             throw error.located(modelIndex: index, modelName: name)
         } catch let error as EncodingError {

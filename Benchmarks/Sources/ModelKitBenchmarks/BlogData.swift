@@ -1,0 +1,164 @@
+import Foundation
+import ModelKit
+
+/// The deterministic content of a blog of `n` posts and `n / 10` authors, built once per size
+/// and shared by every subject, so that the timed regions don't format strings.
+///
+/// Post `i` belongs to author `i % authorCount`, so every author has about ten posts.
+struct BlogData {
+    let n: Int
+    let authorCount: Int
+    let authorNames: [String]
+    let authorEmails: [String]
+    let authorAges: [Int]
+    let titles: [String]
+    let bodies: [String]
+    let dates: [Date]
+    let tags: [[String]]
+
+    init(posts n: Int) {
+        precondition(n >= 10, "a blog needs at least 10 posts")
+        self.n = n
+        authorCount = n / 10
+        authorNames = (0..<authorCount).map { "Author \($0)" }
+        authorEmails = (0..<authorCount).map { "author\($0)@example.com" }
+        authorAges = (0..<authorCount).map { 20 + $0 % 50 }
+        titles = (0..<n).map { "Post \($0)" }
+        bodies = (0..<n).map { "This is the body of post \($0). It is about object graphs, Swift and persistence." }
+        dates = (0..<n).map { Date(timeIntervalSinceReferenceDate: Double($0) * 60.5) }
+        tags = (0..<n).map { ["swift", "tag\($0 % 50)", "t\($0 % 7)"] }
+    }
+
+    /// The author of post `i`.
+    func author(ofPost i: Int) -> Int { i % authorCount }
+
+    /// The posts of author `a`, in order.
+    func posts(ofAuthor a: Int) -> StrideTo<Int> { stride(from: a, to: n, by: authorCount) }
+
+    /// The object id given to post `i` by the object-id lookups.
+    static func objectId(ofPost i: Int) -> String { "p\(i)" }
+}
+
+// MARK: - Building the graphs
+
+/// The models of a blog built in a ModelKit context.
+struct ModelKitGraph {
+    var authors: [BenchAuthor]
+    var posts: [BenchPost]
+}
+
+/// Creates the whole blog in `context`: authors, posts, each post's author and each author's posts.
+/// This is the timed body of the "create" benchmark.
+///
+/// - Parameter objectIds: Also gives post `i` the object id `p<i>` (for the object-id lookups).
+func buildModelKitGraph(_ data: BlogData, in context: ModelContext, objectIds: Bool = false) -> ModelKitGraph {
+    var authors: [BenchAuthor] = []
+    authors.reserveCapacity(data.authorCount)
+    for a in 0..<data.authorCount {
+        let author = BenchAuthor.instance(in: context)
+        author.name = data.authorNames[a]
+        author.email = data.authorEmails[a]
+        author.age = data.authorAges[a]
+        authors.append(author)
+    }
+    var posts: [BenchPost] = []
+    posts.reserveCapacity(data.n)
+    for i in 0..<data.n {
+        let post = BenchPost.instance(in: context)
+        if objectIds { post.objectId = BlogData.objectId(ofPost: i) }
+        post.title = data.titles[i]
+        post.body = data.bodies[i]
+        post.publishedAt = data.dates[i]
+        post.tags = data.tags[i]
+        let author = authors[data.author(ofPost: i)]
+        post.author = author
+        author.posts.append(post)
+        posts.append(post)
+    }
+    return ModelKitGraph(authors: authors, posts: posts)
+}
+
+/// The blog in `context` under a ``BenchBlog`` root holding every author, for serialization.
+func buildModelKitBlog(_ data: BlogData, in context: ModelContext) -> BenchBlog {
+    let graph = buildModelKitGraph(data, in: context)
+    let blog = BenchBlog.instance(in: context)
+    blog.authors = ModelArray(graph.authors)
+    return blog
+}
+
+/// Creates the blog as plain objects, registered by id in a dictionary. This is the timed body
+/// of the peer of "create".
+func buildPlainObjectGraph(_ data: BlogData) -> PlainObjectGraph {
+    let graph = PlainObjectGraph()
+    graph.authors.reserveCapacity(data.authorCount)
+    for a in 0..<data.authorCount {
+        let author = PlainAuthorObject()
+        author.name = data.authorNames[a]
+        author.email = data.authorEmails[a]
+        author.age = data.authorAges[a]
+        graph.objects[author.id] = author
+        graph.authors.append(author)
+    }
+    graph.posts.reserveCapacity(data.n)
+    for i in 0..<data.n {
+        let post = PlainPostObject()
+        post.title = data.titles[i]
+        post.body = data.bodies[i]
+        post.publishedAt = data.dates[i]
+        post.tags = data.tags[i]
+        let author = graph.authors[data.author(ofPost: i)]
+        post.author = author
+        author.posts.append(post)
+        graph.objects[post.id] = post
+        graph.posts.append(post)
+    }
+    return graph
+}
+
+/// The blog as plain Codable structs, with fixed ids (`UUID`s made from counters).
+func buildPlainBlog(_ data: BlogData) -> PlainBlog {
+    let authorIds = (0..<data.authorCount).map { counterUUID($0) }
+    let postIds = (0..<data.n).map { counterUUID(data.authorCount + $0) }
+    let authors = (0..<data.authorCount).map { a in
+        PlainAuthor(
+            id: authorIds[a], name: data.authorNames[a], email: data.authorEmails[a], age: data.authorAges[a],
+            postIds: data.posts(ofAuthor: a).map { postIds[$0] })
+    }
+    let posts = (0..<data.n).map { i in
+        PlainPost(
+            id: postIds[i], title: data.titles[i], body: data.bodies[i], publishedAt: data.dates[i],
+            authorId: authorIds[data.author(ofPost: i)], tags: data.tags[i])
+    }
+    return PlainBlog(authors: authors, posts: posts)
+}
+
+/// A version-4-shaped UUID whose last bytes are `counter`.
+func counterUUID(_ counter: Int) -> UUID {
+    let c = UInt64(counter)
+    func byte(_ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: c >> (8 * (7 - index))) }
+    return UUID(uuid: (
+        0x4D, 0x4B, 0x42, 0x45, 0x4E, 0x43, 0x40, 0x48,
+        0x80 | byte(0) & 0x3F, byte(1), byte(2), byte(3), byte(4), byte(5), byte(6), byte(7)
+    ))
+}
+
+/// A fixed pseudo-random generator (SplitMix64), for shuffling lookups the same way every time.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The indices `0..<count` in a fixed shuffled order.
+func shuffledIndices(_ count: Int, seed: UInt64 = 42) -> [Int] {
+    var generator = SplitMix64(state: seed)
+    var indices = Array(0..<count)
+    indices.shuffle(using: &generator)
+    return indices
+}

@@ -1,0 +1,123 @@
+// Command-line options, parsed by hand: the suite has no package dependencies besides ModelKit.
+
+/// What to run, as given on the command line.
+struct Options: Equatable {
+    /// Numbers of posts (the blog graph has n posts and n / 10 authors).
+    var sizes: [Int] = [10_000, 100_000, 1_000_000]
+    /// Runs only the benchmarks whose name contains this text.
+    var filter: String?
+    /// Where to write the JSON report, if anywhere.
+    var jsonPath: String?
+    /// Runs per benchmark, subject and size; `nil` means the default for the size.
+    var runs: Int?
+
+    /// The number of timed runs at size `n`: the `--runs` value, else 3 from a million posts up
+    /// and 5 below.
+    func runs(for n: Int) -> Int {
+        runs ?? (n >= 1_000_000 ? 3 : 5)
+    }
+}
+
+/// What the command line asks for.
+enum Command: Equatable {
+    case run(Options)
+    case help
+}
+
+/// A command-line mistake, printed with the usage.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+}
+
+enum CLI {
+    static let usage = """
+        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT] [--json FILE] [--runs N]
+
+        Times ModelKit against plain Swift and Foundation on a blog graph of n posts and
+        n/10 authors (each post references its author, each author holds its posts).
+
+        Options:
+          --sizes N,N,...  numbers of posts to run (default: 10000,100000,1000000;
+                           underscores and k/M suffixes are accepted: 10k,1_000_000,1M)
+          --filter TEXT    run only benchmarks whose name contains TEXT
+          --json FILE      also write the medians as a JSON array of
+                           {"benchmark", "n", "subject", "seconds"} objects to FILE
+          --runs N         timed runs per benchmark, subject and size
+                           (default: 3 for n >= 1000000, 5 otherwise; the median is reported)
+          -h, --help       print this help
+
+        Benchmarks: \(Benchmarks.names.joined(separator: ", "))
+        The ratio column is peer seconds / ModelKit seconds: above 1 means ModelKit is faster.
+
+        Run it in release mode:
+          swift run -c release --package-path Benchmarks ModelKitBenchmarks --sizes 10000
+        """
+
+    /// Parses the arguments after the program name. Options take their value as the next
+    /// argument or after `=` (`--runs 3`, `--runs=3`).
+    static func parse(_ arguments: [String]) throws(UsageError) -> Command {
+        var options = Options()
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            func value() throws(UsageError) -> String {
+                if let inlineValue { return inlineValue }
+                guard let next = remaining.popFirst() else { throw UsageError(description: "\(name) needs a value") }
+                return next
+            }
+            switch name {
+            case "-h", "--help":
+                return .help
+            case "--sizes":
+                let text = try value()
+                var sizes: [Int] = []
+                for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let size = parseCount(item), size >= 10 else {
+                        throw UsageError(description: "--sizes: \"\(item)\" is not a number of posts >= 10")
+                    }
+                    sizes.append(size)
+                }
+                options.sizes = sizes
+            case "--filter":
+                options.filter = try value()
+            case "--json":
+                let path = try value()
+                guard !path.isEmpty else { throw UsageError(description: "--json needs a file name") }
+                options.jsonPath = path
+            case "--runs":
+                let text = try value()
+                guard let runs = Int(text), runs >= 1 else {
+                    throw UsageError(description: "--runs: \"\(text)\" is not a positive number")
+                }
+                options.runs = runs
+            default:
+                throw UsageError(description: "unknown argument \"\(argument)\"")
+            }
+        }
+        return .run(options)
+    }
+
+    /// Parses `10000`, `10_000`, `10k` or `1M`.
+    static func parseCount(_ text: Substring) -> Int? {
+        var digits = text.filter { $0 != "_" }
+        var multiplier = 1
+        switch digits.last {
+        case "k", "K":
+            multiplier = 1_000
+            digits.removeLast()
+        case "m", "M":
+            multiplier = 1_000_000
+            digits.removeLast()
+        default:
+            break
+        }
+        guard let value = Int(digits) else { return nil }
+        let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
+        return overflow ? nil : product
+    }
+}

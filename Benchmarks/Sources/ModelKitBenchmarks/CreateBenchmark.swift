@@ -1,0 +1,33 @@
+import ModelKit
+
+extension Benchmarks {
+    /// Creating the whole blog: n / 10 authors and n posts, their properties, each post's author
+    /// and each author's posts. ModelKit creates models in a fresh context per run; the peer
+    /// creates plain class instances and registers them in a `[UUID: AnyObject]`.
+    static let create = Benchmark(name: "create") { data, runs, checksum in
+        let models = data.n + data.authorCount
+
+        let modelKit = try measure(
+            runs: runs, checksum: &checksum,
+            setup: { ModelContext() },
+            body: { context in buildModelKitGraph(data, in: context) },
+            verify: { graph in
+                let context = graph.posts[0].modelContext
+                _ = try expect(context?.count ?? 0, models, "models in the context")
+                return try expect(graph.authors.reduce(0) { $0 + $1.posts.count }, data.n, "posts held by authors")
+            })
+
+        let plain = try measure(
+            runs: runs, checksum: &checksum,
+            body: { buildPlainObjectGraph(data) },
+            verify: { graph in
+                _ = try expect(graph.objects.count, models, "objects in the dictionary")
+                return try expect(graph.authors.reduce(0) { $0 + $1.posts.count }, data.n, "posts held by authors")
+            })
+
+        return BenchmarkResult(rows: [
+            (Report.modelKit, modelKit),
+            ("plain classes + Dictionary", plain),
+        ])
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import ModelKit
+
+extension Benchmarks {
+    /// n lookups of posts by model id in a context of the whole blog, in a fixed shuffled order,
+    /// against the same lookups by `UUID` in a dictionary of plain objects, each with an `as?` cast.
+    static let lookupModelId = Benchmark(name: "lookup-modelId") { data, runs, checksum in
+        let order = shuffledIndices(data.n)
+
+        let context = ModelContext()
+        let ids = buildModelKitGraph(data, in: context).posts.map(\.modelId)
+        let modelIds = order.map { ids[$0] }
+        let modelKit = try measure(
+            runs: runs, checksum: &checksum,
+            body: { () -> Int in
+                var hits = 0
+                for id in modelIds where context.model(BenchPost.self, modelId: id) != nil {
+                    hits += 1
+                }
+                return hits
+            },
+            verify: { try expect($0, data.n, "posts found") })
+
+        let plain = buildPlainObjectGraph(data)
+        let objects = plain.objects
+        let uuids = order.map { plain.posts[$0].id }
+        let dictionary = try measure(
+            runs: runs, checksum: &checksum,
+            body: { () -> Int in
+                var hits = 0
+                for id in uuids where objects[id] as? PlainPostObject != nil {
+                    hits += 1
+                }
+                return hits
+            },
+            verify: { try expect($0, data.n, "posts found") })
+        blackHole(plain)
+
+        return BenchmarkResult(rows: [
+            (Report.modelKit, modelKit),
+            ("Dictionary<UUID, AnyObject>", dictionary),
+        ])
+    }
+
+    /// n lookups of posts by object id (`p<i>`) with `BenchPost.instance(objectId:in:)`, against
+    /// the same lookups in a `[String: AnyObject]` of plain objects, each with an `as?` cast.
+    static let lookupObjectId = Benchmark(name: "lookup-objectId") { data, runs, checksum in
+        let keys = shuffledIndices(data.n).map(BlogData.objectId(ofPost:))
+        let models = data.n + data.authorCount
+
+        let context = ModelContext()
+        _ = buildModelKitGraph(data, in: context, objectIds: true)
+        let modelKit = try measure(
+            runs: runs, checksum: &checksum,
+            body: { () -> Int in
+                var hits = 0
+                for key in keys where BenchPost.instance(objectId: key, in: context).modelState == .new {
+                    hits += 1
+                }
+                return hits
+            },
+            verify: { hits in
+                // `instance(objectId:)` creates a placeholder when it finds nothing: none may appear.
+                _ = try expect(context.count, models, "models in the context")
+                return try expect(hits, data.n, "posts found")
+            })
+
+        let plain = buildPlainObjectGraph(data)
+        var objects: [String: AnyObject] = [:]
+        for (i, post) in plain.posts.enumerated() { objects[BlogData.objectId(ofPost: i)] = post }
+        let dictionary = try measure(
+            runs: runs, checksum: &checksum,
+            body: { () -> Int in
+                var hits = 0
+                for key in keys where objects[key] as? PlainPostObject != nil {
+                    hits += 1
+                }
+                return hits
+            },
+            verify: { try expect($0, data.n, "posts found") })
+        blackHole(plain)
+
+        return BenchmarkResult(rows: [
+            (Report.modelKit, modelKit),
+            ("Dictionary<String, AnyObject>", dictionary),
+        ])
+    }
+}

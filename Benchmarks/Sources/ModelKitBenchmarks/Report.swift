@@ -1,0 +1,82 @@
+import Foundation
+
+/// The median time of one subject in one benchmark at one size.
+struct Measurement: Codable, Equatable {
+    var benchmark: String
+    var n: Int
+    var subject: String
+    var seconds: Double
+}
+
+/// Collects measurements, prints a table per benchmark and size, and writes the JSON report.
+struct Report {
+    private(set) var measurements: [Measurement] = []
+
+    /// The subject every ratio is computed against.
+    static let modelKit = "ModelKit"
+
+    /// Records the rows of one benchmark at one size (ModelKit first) and prints their table.
+    mutating func add(benchmark: String, n: Int, runs: Int, rows: [(subject: String, seconds: Double)], notes: [String]) {
+        let rows = rows.map { Measurement(benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds) }
+        measurements += rows
+        print(Self.table(benchmark: benchmark, n: n, runs: runs, rows: rows, notes: notes))
+    }
+
+    /// The table for one benchmark at one size: subject, median seconds, ratio to ModelKit.
+    static func table(benchmark: String, n: Int, runs: Int, rows: [Measurement], notes: [String]) -> String {
+        let base = rows.first { $0.subject == modelKit }?.seconds
+        let subjectWidth = max(30, rows.map(\.subject.count).max() ?? 0)
+        var lines: [String] = []
+        lines.append("\(benchmark)  n=\(grouped(n))  (median of \(runs) run\(runs == 1 ? "" : "s"))")
+        lines.append(pad("subject", subjectWidth) + "  " + pad("seconds", 12, right: true) + "  " + pad("ratio", 8, right: true))
+        lines.append(String(repeating: "-", count: subjectWidth + 24))
+        for row in rows {
+            let ratio = base.map { $0 > 0 ? fixed(row.seconds / $0, 2) : "-" } ?? "-"
+            lines.append(pad(row.subject, subjectWidth) + "  " + pad(fixed(row.seconds, 6), 12, right: true) + "  " + pad(ratio, 8, right: true))
+        }
+        for note in notes { lines.append("  " + note) }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Writes every measurement as a JSON array to `path`.
+    func writeJSON(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(measurements)
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+}
+
+/// `value` with `digits` decimals, without Foundation's locale-dependent formatting.
+func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "\(value)" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = (abs(value) * scale).rounded()
+    guard scaled < 9e15 else { return "\(value)" }
+    let whole = Int(scaled) / Int(scale)
+    let fraction = Int(scaled) % Int(scale)
+    var text = (value < 0 && scaled > 0 ? "-" : "") + String(whole)
+    if digits > 0 {
+        let fractionText = String(fraction)
+        text += "." + String(repeating: "0", count: digits - fractionText.count) + fractionText
+    }
+    return text
+}
+
+/// `1000000` as `1,000,000`.
+func grouped(_ value: Int) -> String {
+    let digits = Array(String(value.magnitude))
+    var text = ""
+    for (position, digit) in digits.enumerated() {
+        if position > 0 && (digits.count - position) % 3 == 0 { text += "," }
+        text.append(digit)
+    }
+    return (value < 0 ? "-" : "") + text
+}
+
+/// `text` padded with spaces to `width` characters, on the right unless `right` aligns it there.
+func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+    let padding = String(repeating: " ", count: max(0, width - text.count))
+    return right ? padding + text : text + padding
+}

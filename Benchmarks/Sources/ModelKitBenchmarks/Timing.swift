@@ -1,0 +1,91 @@
+// Timing and statistics.
+
+/// Takes a value without telling the optimizer what happens to it, so that the work producing it
+/// cannot be dropped, and so that whatever it refers to stays alive up to the call.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// A running checksum of the results of every timed run (counts, byte sizes), printed at the end
+/// so that no result is dead code. It is a liveness device, not a fingerprint: ModelKit's ids and
+/// timestamps differ between processes, and so do the sizes of its JSON output.
+struct Checksum {
+    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    /// Mixes `number` in (FNV-1a over its 8 bytes).
+    mutating func add(_ number: Int) {
+        var bits = UInt64(bitPattern: Int64(number))
+        for _ in 0..<8 {
+            value ^= bits & 0xFF
+            value &*= 0x0000_0100_0000_01B3
+            bits >>= 8
+        }
+    }
+}
+
+/// Seconds in `duration`.
+func seconds(_ duration: Duration) -> Double {
+    let parts = duration.components
+    return Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+func median(_ values: [Double]) -> Double {
+    precondition(!values.isEmpty, "median of no values")
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/// Times `body` `runs` times and returns the median in seconds.
+///
+/// Each run calls `setup` first, outside the timed region, for inputs that `body` consumes or
+/// mutates (a fresh context, for example). After the clock stops, `verify` turns the result into
+/// a number for the checksum (and may check it); then the input and the result are released, so
+/// tearing down a large graph is not timed either.
+func measure<Input, Output>(
+    runs: Int,
+    checksum: inout Checksum,
+    setup: () throws -> Input,
+    body: (Input) throws -> Output,
+    verify: (Output) throws -> Int
+) rethrows -> Double {
+    let clock = ContinuousClock()
+    var times: [Double] = []
+    times.reserveCapacity(runs)
+    for _ in 0..<runs {
+        let input = try setup()
+        let start = clock.now
+        let output = try body(input)
+        let end = clock.now
+        times.append(seconds(end - start))
+        checksum.add(try verify(output))
+        blackHole(output)
+        blackHole(input)
+    }
+    return median(times)
+}
+
+/// `measure` for bodies that need no fresh input per run.
+func measure<Output>(
+    runs: Int,
+    checksum: inout Checksum,
+    body: () throws -> Output,
+    verify: (Output) throws -> Int
+) rethrows -> Double {
+    try measure(runs: runs, checksum: &checksum, setup: {}, body: { _ in try body() }, verify: verify)
+}
+
+/// A benchmark result that does not hold what it was expected to.
+struct VerificationError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Throws unless `actual == expected`: every subject must do the full work.
+func expect(_ actual: Int, _ expected: Int, _ what: String) throws -> Int {
+    guard actual == expected else {
+        throw VerificationError(description: "\(what): expected \(expected), got \(actual)")
+    }
+    return actual
+}

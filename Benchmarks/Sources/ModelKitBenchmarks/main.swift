@@ -1,0 +1,50 @@
+import Foundation
+import ModelKit
+
+// ModelKitBenchmarks: times ModelKit against plain Swift and Foundation on a blog graph.
+// Run `ModelKitBenchmarks --help` for the options.
+
+func runBenchmarks(_ options: Options) throws {
+    try ModelRegistry.register(BenchBlog.self, BenchAuthor.self, BenchPost.self)
+    let selected = Benchmarks.all.filter { options.filter.map($0.name.contains) ?? true }
+    guard !selected.isEmpty else {
+        throw UsageError(
+            description: "no benchmark name contains \"\(options.filter ?? "")\"; benchmarks: \(Benchmarks.names.joined(separator: ", "))")
+    }
+    #if DEBUG
+        print("warning: this is a debug build; time a release build (swift run -c release ...)\n")
+    #endif
+    print("ModelKit benchmarks: \(selected.map(\.name).joined(separator: ", "))")
+    print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
+
+    var report = Report()
+    var checksum = Checksum()
+    for n in options.sizes {
+        let data = BlogData(posts: n)
+        let runs = options.runs(for: n)
+        for benchmark in selected {
+            let result = try benchmark.run(data, runs, &checksum)
+            report.add(benchmark: benchmark.name, n: n, runs: runs, rows: result.rows, notes: result.notes)
+        }
+    }
+    if let path = options.jsonPath {
+        try report.writeJSON(to: path)
+        print("wrote \(report.measurements.count) measurements to \(path)")
+    }
+    print("checksum: \(String(checksum.value, radix: 16))")
+}
+
+do {
+    switch try CLI.parse(Array(CommandLine.arguments.dropFirst())) {
+    case .help:
+        print(CLI.usage)
+    case .run(let options):
+        try runBenchmarks(options)
+    }
+} catch let error as UsageError {
+    FileHandle.standardError.write(Data("error: \(error)\n\n\(CLI.usage)\n".utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(1)
+}

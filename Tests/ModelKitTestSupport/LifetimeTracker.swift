@@ -1,0 +1,50 @@
+import Synchronization
+
+/// Counts live objects, to prove that graphs are released.
+///
+/// Give each object under test a token from ``token()`` in a stored property. The token dies with
+/// its owner, so ``liveCount`` is the number of owners still alive.
+///
+/// ```swift
+/// let tracker = LifetimeTracker()
+/// do {
+///     let node = Node()
+///     node.lifetime = tracker.token()
+/// }
+/// #expect(tracker.liveCount == 0)
+/// ```
+public final class LifetimeTracker: Sendable {
+    private let counts = Mutex((live: 0, created: 0))
+
+    public init() {}
+
+    /// A token that counts as live until it is deinitialized.
+    public func token() -> LifetimeToken {
+        counts.withLock {
+            $0.live += 1
+            $0.created += 1
+        }
+        return LifetimeToken(tracker: self)
+    }
+
+    /// The number of tokens still alive.
+    public var liveCount: Int { counts.withLock { $0.live } }
+
+    /// The number of tokens ever created.
+    public var createdCount: Int { counts.withLock { $0.created } }
+
+    fileprivate func release() {
+        counts.withLock { $0.live -= 1 }
+    }
+}
+
+/// Keeps its ``LifetimeTracker`` informed of its lifetime.
+public final class LifetimeToken: Sendable {
+    private let tracker: LifetimeTracker
+
+    fileprivate init(tracker: LifetimeTracker) {
+        self.tracker = tracker
+    }
+
+    deinit { tracker.release() }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+import Testing
+
+@Suite("Contexts")
+struct ContextTests {
+    @Test("instance(objectId:) returns the instance already in the context")
+    func identityByObjectId() {
+        inFreshContext { context in
+            let author = Author.instance(objectId: "001")
+            #expect(author.modelState == .needsData)
+            author.name = "Jon"
+            let again = Author.instance(objectId: "001")
+            #expect(again === author)
+            #expect(again.name == "Jon")
+            #expect(Post.instance(objectId: "001") !== (author as AnyObject))  // per type
+            #expect(context.model(Author.self, objectId: "001") === author)
+            #expect(context.count == 2)
+        }
+    }
+
+    @Test("instance(modelId:) returns the instance already in the context or a placeholder")
+    func identityByModelId() {
+        inFreshContext { context in
+            let author = Author.instance()
+            #expect(Author.instance(modelId: author.modelId) === author)
+            let id = ModelID(UUID())
+            let placeholder = Author.instance(modelId: id)
+            #expect(placeholder.modelId == id)
+            #expect(placeholder.modelState == .needsData)
+            #expect(Author.instance(modelId: id) === placeholder)
+            #expect(context.model(withId: id) === placeholder)
+        }
+    }
+
+    @Test("Changing an object id re-indexes the model")
+    func objectIdChange() {
+        inFreshContext { context in
+            let author = Author.instance()
+            author.objectId = "x"
+            #expect(context.model(Author.self, objectId: "x") === author)
+            author.objectId = "y"
+            #expect(context.model(Author.self, objectId: "x") == nil)
+            #expect(context.model(Author.self, objectId: "y") === author)
+            author.objectId = nil
+            #expect(context.model(Author.self, objectId: "y") == nil)
+        }
+    }
+
+    @Test("Removing and adding a model updates the context")
+    func removeAndAdd() {
+        inFreshContext { context in
+            let author = Author.instance(objectId: "a")
+            #expect(context.count == 1)
+            author.removeFromContext()
+            #expect(context.count == 0)
+            #expect(author.modelContext == nil)
+            #expect(context.model(Author.self, objectId: "a") == nil)
+            author.removeFromContext()  // removing twice is harmless
+            author.addToContext()
+            #expect(context.count == 1)
+            #expect(Author.instance(objectId: "a") === author)
+        }
+    }
+
+    @Test("A model moves when added to another context")
+    func move() {
+        let first = ModelContext(), second = ModelContext()
+        let author = Author.instance(in: first)
+        author.addToContext(second)
+        #expect(first.count == 0)
+        #expect(second.count == 1)
+        #expect(author.modelContext === second)
+    }
+
+    @Test("Context-free models are not added unless asked")
+    func contextFree() {
+        inFreshContext { context in
+            let draft = Draft.instance()
+            #expect(context.count == 0)
+            #expect(draft.modelContext == nil)
+            let placeholder = Draft.instance(objectId: "d")
+            #expect(placeholder.objectId == "d")
+            #expect(context.count == 0)
+            draft.addToContext()
+            #expect(context.count == 1)
+            #expect(Draft.instance(modelId: draft.modelId) === draft)
+        }
+    }
+
+    @Test("count and estimatedByteSize describe the context")
+    func info() {
+        let context = ModelContext()
+        #expect(context.isEmpty)
+        #expect(context.estimatedByteSize == 0)
+        makeBlog(authors: 2, postsPerAuthor: 5, in: context)
+        #expect(context.count == 12)
+        let size = context.estimatedByteSize
+        #expect(size > 12 * 64)
+        #expect(context.models(of: Post.self).count == 10)
+        #expect(context.allModels.count == 12)
+        _ = Author.instance(in: context)
+        #expect(context.estimatedByteSize > size)
+    }
+
+    @Test("withCurrent scopes the current context to a synchronous block")
+    func scopedSync() {
+        let outer = ModelContext(), inner = ModelContext()
+        ModelContext.withCurrent(outer) {
+            #expect(ModelContext.current === outer)
+            ModelContext.withCurrent(inner) {
+                #expect(ModelContext.current === inner)
+                _ = Note.instance()
+            }
+            #expect(ModelContext.current === outer)
+        }
+        #expect(inner.count == 1)
+        #expect(outer.count == 0)
+    }
+
+    @Test("Tasks working in their own contexts never see each other's models")
+    func scopedAsync() async {
+        let contexts = (0..<8).map { _ in ModelContext() }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, context) in contexts.enumerated() {
+                group.addTask {
+                    await ModelContext.withCurrent(context) {
+                        for item in 0..<500 {
+                            let note = Note.instance(objectId: "\(item)")
+                            note.count = index
+                            await Task.yield()
+                        }
+                    }
+                }
+            }
+        }
+        for (index, context) in contexts.enumerated() {
+            #expect(context.count == 500)
+            #expect(context.models(of: Note.self).allSatisfy { $0.count == index })
+        }
+    }
+
+    @Test("One context used from many threads at once neither crashes nor loses a model")
+    func concurrentUse() async {
+        let context = ModelContext()
+        let ids = (0..<200).map { "shared-\($0)" }
+        let results = await withTaskGroup(of: [ObjectIdentifier].self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var seen: [ObjectIdentifier] = []
+                    for id in ids {
+                        seen.append(ObjectIdentifier(Note.instance(objectId: id, in: context)))
+                        let own = Note.instance(in: context)
+                        own.text = "\(worker)"
+                        if own.modelId.hashValue % 3 == 0 { own.removeFromContext() }
+                    }
+                    return seen
+                }
+            }
+            var all: [[ObjectIdentifier]] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        // Every worker got the same instance for each shared id.
+        for result in results { #expect(result == results[0]) }
+        for id in ids { #expect(context.model(Note.self, objectId: id) != nil) }
+        let owned = context.models(of: Note.self).filter { $0.objectId == nil }
+        #expect(owned.allSatisfy { $0.modelId.hashValue % 3 != 0 })
+        #expect(context.count == ids.count + owned.count)
+    }
+}
+
+/// These tests change the process-wide stack, so they run one at a time; every other test works
+/// in a task-local context and is unaffected.
+@Suite("Context stack", .serialized)
+struct ContextStackTests {
+    @Test("push makes a new current context and pop releases it with its models")
+    func pushPop() {
+        let tracker = LifetimeTracker()
+        let root = ModelContext.current
+        do {
+            let pushed = ModelContext.push()
+            #expect(ModelContext.current === pushed)
+            #expect(pushed !== root)
+            for index in 0..<100 {
+                Author.instance(objectId: "\(index)").lifetime = tracker.token()
+            }
+            #expect(pushed.count == 100)
+            #expect(root.model(Author.self, objectId: "1") == nil)
+            #expect(ModelContext.pop() === pushed)
+            #expect(ModelContext.current === root)
+            #expect(tracker.liveCount == 100)  // `pushed` is still held here
+        }
+        #expect(tracker.liveCount == 0)
+    }
+
+    @Test("The root context is never popped")
+    func rootStays() {
+        let root = ModelContext.stackSnapshot[0]
+        while ModelContext.pop() != nil {}
+        #expect(ModelContext.pop() == nil)
+        #expect(ModelContext.current === root)
+        root.deactivate()
+        #expect(ModelContext.current === root)
+    }
+
+    @Test("A kept context can be activated and deactivated later")
+    func activateDeactivate() {
+        let root = ModelContext.current
+        let kept = ModelContext.push()
+        _ = Note.instance(objectId: "first")
+        ModelContext.pop()
+        #expect(ModelContext.current === root)
+        #expect(!kept.isActive)
+        kept.activate()
+        #expect(ModelContext.current === kept)
+        #expect(Note.instance(objectId: "first").modelContext === kept)
+        _ = Note.instance(objectId: "second")
+        kept.deactivate()
+        #expect(ModelContext.current === root)
+        #expect(kept.count == 2)
+        #expect(root.model(Note.self, objectId: "second") == nil)
+    }
+
+    @Test("clearAll clears every context on the stack and pops all but the root")
+    func clearAll() {
+        let root = ModelContext.current
+        _ = Note.instance(objectId: "in-root")
+        let first = ModelContext.push()
+        _ = Note.instance()
+        let second = ModelContext.push()
+        _ = Note.instance()
+        let aside = ModelContext()
+        _ = Note.instance(in: aside)
+        ModelContext.clearAll()
+        #expect(ModelContext.stackSnapshot.count == 1)
+        #expect(ModelContext.current === root)
+        #expect(root.count == 0 && first.count == 0 && second.count == 0)
+        #expect(aside.count == 1)
+    }
+
+    @Test("A scoped context wins over the stack")
+    func scopedOverStack() {
+        let scoped = ModelContext()
+        let pushed = ModelContext.push()
+        ModelContext.withCurrent(scoped) {
+            #expect(ModelContext.current === scoped)
+        }
+        #expect(ModelContext.current === pushed)
+        ModelContext.pop()
+    }
+}

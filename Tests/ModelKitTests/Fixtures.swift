@@ -1,0 +1,191 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+
+// Models used across the tests. Each test works in a context of its own (see `inFreshContext`),
+// because Swift Testing runs tests in parallel and the context stack is process-wide.
+
+final class Author: Model {
+    struct Properties: Codable, Equatable {
+        var name = ""
+        var email = ""
+        var birthday: Date?
+        var age = 0
+        var displayEmail = false
+        var avatarURL: URL?
+        var posts = ModelArray<Post>()
+    }
+    var storage = ModelStorage(Properties())
+    /// Not persisted: lives outside `Properties`.
+    var lifetime: LifetimeToken?
+}
+
+final class Post: Model {
+    struct Properties: Codable, Equatable {
+        var title = ""
+        var body = ""
+        var author = ModelRef<Author>()
+        var tags: [String] = []
+    }
+    var storage = ModelStorage(Properties())
+    var lifetime: LifetimeToken?
+}
+
+/// The seed's example of a model pointing to itself.
+final class VeryConvolutedExample: Model {
+    struct Properties: Codable, Equatable {
+        var circular = ModelRef<VeryConvolutedExample>()
+    }
+    var storage = ModelStorage(Properties())
+}
+
+/// A link in a long chain.
+final class Node: Model {
+    struct Properties: Codable, Equatable {
+        var value = 0
+        var next = ModelRef<Node>()
+    }
+    var storage = ModelStorage(Properties())
+    var lifetime: LifetimeToken?
+}
+
+/// A model with a custom name.
+final class RenamedAuthor: Model {
+    struct Properties: Codable, Equatable { var name = "" }
+    var storage = ModelStorage(Properties())
+    static var modelName: String { "Writer" }
+}
+
+/// A model that never joins a context by itself.
+final class Draft: Model, ContextFreeModel {
+    struct Properties: Codable, Equatable { var text = "" }
+    var storage = ModelStorage(Properties())
+}
+
+/// A model without references, for the dictionary form.
+final class Note: Model {
+    struct Properties: Codable, Equatable {
+        var text = ""
+        var count = 0
+    }
+    var storage = ModelStorage(Properties())
+    /// A stored property of the class: not persisted.
+    var scratch = "not persisted"
+}
+
+/// A model that leaves a property of its struct out of persistence with CodingKeys.
+final class Cached: Model {
+    struct Properties: Codable, Equatable {
+        var kept = ""
+        var derived = 0
+        enum CodingKeys: String, CodingKey { case kept }
+    }
+    var storage = ModelStorage(Properties())
+}
+
+enum Mood: String, Codable, Equatable { case happy, grumpy, 😀 }
+enum Priority: Int, Codable, Equatable { case low = 1, high = 10 }
+enum Shape: Codable, Equatable {
+    case circle(radius: Double)
+    case rectangle(width: Double, height: Double)
+    case none
+}
+
+struct Address: Codable, Equatable {
+    var street = ""
+    var city = ""
+    var zip: String?
+    var coordinates = GeoPoint(latitude: 0, longitude: 0)
+}
+
+/// Every supported property type.
+final class Everything: Model {
+    struct Properties: Codable, Equatable {
+        var string = ""
+        var int = 0
+        var int8: Int8 = 0
+        var int16: Int16 = 0
+        var int32: Int32 = 0
+        var int64: Int64 = 0
+        var uint: UInt = 0
+        var uint8: UInt8 = 0
+        var uint16: UInt16 = 0
+        var uint32: UInt32 = 0
+        var uint64: UInt64 = 0
+        var double = 0.0
+        var float: Float = 0
+        var bool = false
+        var date = Date(timeIntervalSinceReferenceDate: 0)
+        var data = Data()
+        var url = URL(string: "https://example.com")!
+        var uuid = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+        var mood = Mood.happy
+        var priority = Priority.low
+        var shape = Shape.none
+        var optionalString: String?
+        var optionalInt: Int?
+        var optionalDouble: Double?
+        var optionalDate: Date?
+        var optionalData: Data?
+        var optionalURL: URL?
+        var optionalUUID: UUID?
+        var optionalMood: Mood?
+        var optionalAddress: Address?
+        var optionalGeo: GeoPoint?
+        var strings: [String] = []
+        var ints: [Int] = []
+        var doubles: [Double] = []
+        var dates: [Date] = []
+        var optionals: [Int?] = []
+        var nested: [[String]] = []
+        var byName: [String: Int] = [:]
+        var byNumber: [Int: String] = [:]
+        var byUUID: [UUID: Bool] = [:]
+        var address = Address()
+        var addresses: [Address] = []
+        var location = GeoPoint(latitude: 0, longitude: 0)
+    }
+    var storage = ModelStorage(Properties())
+}
+
+/// A non-model class whose Codable conformance recurses forever when it points to itself.
+final class LoopingBox: Codable, Equatable {
+    var next: LoopingBox?
+    static func == (lhs: LoopingBox, rhs: LoopingBox) -> Bool { lhs === rhs }
+}
+
+final class HasLoop: Model {
+    struct Properties: Codable {
+        var box: LoopingBox?
+    }
+    var storage = ModelStorage(Properties())
+}
+
+/// Runs `body` with a new context as the current one, for this test only.
+func inFreshContext<Result>(_ body: (ModelContext) throws -> Result) rethrows -> Result {
+    let context = ModelContext()
+    return try ModelContext.withCurrent(context) { try body(context) }
+}
+
+/// Parses JSON text written in a test.
+func json(_ text: String) throws -> ModelValue {
+    try ModelValue(json: Data(text.utf8))
+}
+
+/// Builds a small blog: `authorCount` authors with `postsPerAuthor` posts each, wired both ways.
+@discardableResult
+func makeBlog(authors authorCount: Int, postsPerAuthor: Int, in context: ModelContext) -> [Author] {
+    (0..<authorCount).map { a in
+        let author = Author.instance(in: context)
+        author.name = "Author \(a)"
+        author.age = 20 + a
+        for p in 0..<postsPerAuthor {
+            let post = Post.instance(in: context)
+            post.title = "Post \(a)-\(p)"
+            post.tags = ["swift", "tag\(p)", "a\(a)"]
+            post.author = author
+            author.posts.append(post)
+        }
+        return author
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+import Testing
+
+@Suite("References")
+struct ReferenceTests {
+    @Test("A to-one reference reads back its target")
+    func toOne() {
+        inFreshContext { _ in
+            let author = Author.instance()
+            let post = Post.instance()
+            #expect(post.author == nil)
+            post.author = author
+            #expect(post.author === author)
+            post.author = nil
+            #expect(post.author == nil)
+        }
+    }
+
+    @Test("References do not retain their targets")
+    func weak() {
+        let tracker = LifetimeTracker()
+        let context = ModelContext()
+        let post = Post.instance(in: context)
+        do {
+            let author = Author.instance(in: context)
+            author.lifetime = tracker.token()
+            post.author = author
+        }
+        #expect(tracker.liveCount == 1)  // the context holds it
+        post.author?.removeFromContext()
+        #expect(tracker.liveCount == 0)
+        #expect(post.author == nil)
+    }
+
+    @Test("A reference to a removed model reads nil even while the app holds the model")
+    func removedReadsNil() {
+        inFreshContext { context in
+            let author = Author.instance()
+            let post = Post.instance()
+            post.author = author
+            author.removeFromContext()
+            #expect(post.author == nil)
+            #expect(context.count == 1)
+            author.addToContext()
+            #expect(post.author === author)
+        }
+    }
+
+    @Test("A reference resolves again when a model with its id is loaded later")
+    func resolvesAgain() throws {
+        try inFreshContext { context in
+            let author = Author.instance()
+            author.name = "Jon"
+            let saved = try author.serialize()
+            let post = Post.instance()
+            post.author = author
+            author.removeFromContext()
+            #expect(post.author == nil)
+            let reloaded = try Author.instance(from: saved)
+            #expect(reloaded !== author)
+            #expect(post.author === reloaded)
+            #expect(post.author?.name == "Jon")
+            #expect(context.count == 2)
+        }
+    }
+
+    @Test("An array skips removed elements and keeps repeated ones")
+    func arraySkipsRemoved() {
+        inFreshContext { _ in
+            let author = Author.instance()
+            let posts = (0..<5).map { index -> Post in
+                let post = Post.instance()
+                post.title = "\(index)"
+                return post
+            }
+            author.posts.append(contentsOf: posts)
+            author.posts.append(posts[0])
+            #expect(author.posts.map(\.title) == ["0", "1", "2", "3", "4", "0"])
+            posts[0].removeFromContext()
+            posts[3].removeFromContext()
+            #expect(author.posts.map(\.title) == ["1", "2", "4"])
+            #expect(author.posts.count == 3)
+            #expect(author.posts.first?.title == "1")
+            #expect(Array(author.posts.reversed()).map(\.title) == ["4", "2", "1"])
+            posts[0].addToContext()
+            #expect(author.posts.map(\.title) == ["0", "1", "2", "4", "0"])
+        }
+    }
+
+    @Test("An array supports the usual mutations")
+    func arrayMutations() {
+        inFreshContext { _ in
+            let author = Author.instance()
+            let a = Post.instance(), b = Post.instance(), c = Post.instance()
+            author.posts = [a, b]
+            author.posts.insert(c, at: author.posts.startIndex)
+            #expect(author.posts.models.map(\.modelId) == [c, a, b].map(\.modelId))
+            author.posts.removeAll { $0 === a }
+            #expect(author.posts.models.map(\.modelId) == [c, b].map(\.modelId))
+            author.posts.remove(at: author.posts.startIndex)
+            #expect(author.posts.models.map(\.modelId) == [b.modelId])
+            author.posts.removeAll()
+            #expect(author.posts.isEmpty)
+        }
+    }
+
+    @Test("Assigning a model that is in no context adds it to the owner's context")
+    func adoption() {
+        let context = ModelContext()
+        let post = Post.instance(in: context)
+        post.author = Author()
+        #expect(post.author != nil)
+        #expect(context.count == 2)
+        post.author?.posts.append(Post())
+        #expect(context.count == 3)
+        #expect(post.author?.posts.count == 1)
+    }
+
+    @Test("A cyclic graph is released when its context is cleared")
+    func noLeakOnClear() {
+        let tracker = LifetimeTracker()
+        let context = ModelContext()
+        for author in makeBlog(authors: 20, postsPerAuthor: 10, in: context) {
+            author.lifetime = tracker.token()
+            for post in author.posts { post.lifetime = tracker.token() }
+        }
+        let loop = VeryConvolutedExample.instance(in: context)
+        loop.circular = loop
+        #expect(tracker.liveCount == 220)
+        context.clear()
+        #expect(tracker.liveCount == 0)
+        #expect(context.count == 0)
+    }
+
+    @Test("A cyclic graph is released with its context")
+    func noLeakOnRelease() {
+        let tracker = LifetimeTracker()
+        do {
+            let context = ModelContext()
+            for author in makeBlog(authors: 10, postsPerAuthor: 10, in: context) {
+                author.lifetime = tracker.token()
+                for post in author.posts { post.lifetime = tracker.token() }
+            }
+            #expect(tracker.liveCount == 110)
+        }
+        #expect(tracker.liveCount == 0)
+    }
+
+    @Test("A loaded cyclic graph is released when its context is cleared")
+    func noLeakAfterLoad() throws {
+        let tracker = LifetimeTracker()
+        let source = ModelContext()
+        let authors = makeBlog(authors: 5, postsPerAuthor: 4, in: source)
+        let value = try authors[0].serialize()
+        let target = ModelContext()
+        do {
+            let loaded = try Author.instance(from: value, in: target)
+            loaded.lifetime = tracker.token()
+            for post in loaded.posts { post.lifetime = tracker.token() }
+        }
+        #expect(tracker.liveCount == 5)
+        target.clear()
+        #expect(tracker.liveCount == 0)
+    }
+
+    @Test("References compare by the id of their target")
+    func equality() {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        #expect(ModelRef(author) == ModelRef(id: author.modelId))
+        #expect(ModelRef<Author>() == ModelRef(nil))
+        #expect(ModelRef(author) != ModelRef<Author>())
+        #expect(ModelArray([Post(), Post()]) != ModelArray<Post>())
+    }
+}
