@@ -74,6 +74,16 @@ struct ContextTests {
         #expect(author.modelContext === second)
     }
 
+    @Test("A model is not moved into a context that already has an instance with its id")
+    func moveRefusedOnConflict() throws {
+        let first = ModelContext(), second = ModelContext()
+        let author = Author.instance(in: first)
+        let twin = Author.instance(modelId: author.modelId, in: second)
+        #expect(second.insert(author) === twin)
+        #expect(author.modelContext === first)
+        #expect(first.count == 1 && second.count == 1)
+    }
+
     @Test("Context-free models are not added unless asked")
     func contextFree() {
         inFreshContext { context in

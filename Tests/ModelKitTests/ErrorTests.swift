@@ -32,7 +32,9 @@ struct ErrorTests {
         #expect(error.path == "properties.title")
         #expect(error.expected == "String")
         #expect(error.found == "number 3")
-        #expect(error.description == "Model index 0 (Post), properties.title: expected String but found number 3 instead. [typeMismatch]")
+        #expect(
+            error.description
+                == "Model index 0 (Post), properties.title: expected String but found number 3 instead. [typeMismatch]")
     }
 
     @Test("A wrong type inside an array names the element")
@@ -120,10 +122,12 @@ struct ErrorTests {
         #expect(context.count == 1)
     }
 
-    @Test("Numbers that do not fit the property's type are typed errors", arguments: [
-        ("uint8", "300"), ("uint8", "-1"), ("int8", "128"), ("int16", "40000"), ("int32", "2147483648"),
-        ("int64", "9223372036854775808"), ("uint64", "18446744073709551616"), ("int", "1.5"), ("float", "1e39"),
-    ])
+    @Test(
+        "Numbers that do not fit the property's type are typed errors",
+        arguments: [
+            ("uint8", "300"), ("uint8", "-1"), ("int8", "128"), ("int16", "40000"), ("int32", "2147483648"),
+            ("int64", "9223372036854775808"), ("uint64", "18446744073709551616"), ("int", "1.5"), ("float", "1e39"),
+        ])
     func outOfRange(property: String, number: String) throws {
         let text = #"{"model": "Everything", "modelId": "\#(Self.postId)", "properties": {"\#(property)": \#(number)}}"#
         do {
@@ -135,16 +139,18 @@ struct ErrorTests {
         }
     }
 
-    @Test("Invalid dates, base64 and URLs are typed errors", arguments: [
-        (#""date": {"__type": "Date", "iso": "2012-02-30T00:00:00Z"}"#, "properties.date"),
-        (#""date": {"__type": "Date", "iso": "yesterday"}"#, "properties.date"),
-        (#""data": {"__type": "Bytes", "base64": "not base64!"}"#, "properties.data"),
-        (#""url": 12"#, "properties.url"),
-        (#""double": {"__type": "Double", "value": "lots"}"#, "properties.double"),
-        (#""location": {"latitude": "north"}"#, "properties.location"),
-        (#""mood": "ecstatic""#, "properties.mood"),
-        (#""address": {"city": 5}"#, "properties.address.city"),
-    ])
+    @Test(
+        "Invalid dates, base64 and URLs are typed errors",
+        arguments: [
+            (#""date": {"__type": "Date", "iso": "2012-02-30T00:00:00Z"}"#, "properties.date"),
+            (#""date": {"__type": "Date", "iso": "yesterday"}"#, "properties.date"),
+            (#""data": {"__type": "Bytes", "base64": "not base64!"}"#, "properties.data"),
+            (#""url": 12"#, "properties.url"),
+            (#""double": {"__type": "Double", "value": "lots"}"#, "properties.double"),
+            (#""location": {"latitude": "north"}"#, "properties.location"),
+            (#""mood": "ecstatic""#, "properties.mood"),
+            (#""address": {"city": 5}"#, "properties.address.city"),
+        ])
     func invalidValues(member: String, path: String) throws {
         let text = #"{"model": "Everything", "modelId": "\#(Self.postId)", "properties": {\#(member)}}"#
         do {
@@ -156,18 +162,20 @@ struct ErrorTests {
         }
     }
 
-    @Test("Malformed JSON gives the byte offset", arguments: [
-        (#"{"model": "Post""#, 16),
-        (#"{"model": "Post",}"#, 17),
-        (#"[1, 2"#, 5),
-        (#"{"a": 01}"#, 7),
-        (#"{"a": tru}"#, 6),
-        (#"{"a": "\x"}"#, 8),
-        ("{\"a\": \"\u{01}\"}", 7),
-        (#"{"a": "\udc00"}"#, 13),
-        (#"{"a": 1} x"#, 9),
-        ("", 0),
-    ])
+    @Test(
+        "Malformed JSON gives the byte offset",
+        arguments: [
+            (#"{"model": "Post""#, 16),
+            (#"{"model": "Post",}"#, 17),
+            (#"[1, 2"#, 5),
+            (#"{"a": 01}"#, 7),
+            (#"{"a": tru}"#, 6),
+            (#"{"a": "\x"}"#, 8),
+            ("{\"a\": \"\u{01}\"}", 7),
+            (#"{"a": "\udc00"}"#, 13),
+            (#"{"a": 1} x"#, 9),
+            ("", 0),
+        ])
     func malformedJSON(text: String, offset: Int) throws {
         let error = try #require(loadError(text))
         #expect(error.code == .malformedInput)

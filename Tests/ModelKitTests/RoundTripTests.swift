@@ -58,18 +58,20 @@ struct RoundTripTests {
         model.optionalURL = URL(string: "file:///tmp/x")
         model.optionalUUID = UUID()
         model.optionalMood = .grumpy
-        model.optionalAddress = Address(street: "1 Rue", city: "Paris", zip: nil, coordinates: GeoPoint(latitude: -90, longitude: 180))
+        model.optionalAddress = Address(
+            street: "1 Rue", city: "Paris", zip: nil, coordinates: GeoPoint(latitude: -90, longitude: 180))
         model.optionalGeo = GeoPoint(latitude: 48.8566, longitude: 2.3522)
         model.strings = ["", "a", "é", "\u{0}"]
         model.ints = [Int.min, -1, 0, 1, Int.max]
-        model.doubles = [0.1, -0.0, 5e-324, 1.7976931348623157e308, .pi, 1e21, 123_456_789.123_456_79]
+        model.doubles = [0.1, -0.0, .leastNonzeroMagnitude, 1.7976931348623157e308, .pi, 1e21, 123_456_789.123_456_79]
         model.dates = [.distantFuture, Date(timeIntervalSince1970: 0), Date(timeIntervalSinceReferenceDate: -0.000_001)]
         model.optionals = [1, nil, 3, nil]
         model.nested = [[], ["a"], ["b", "c"]]
         model.byName = ["": 0, "key with space": 1, "ключ": 2]
         model.byNumber = [-1: "minus", 0: "zero", 42: "answer"]
         model.byUUID = [UUID(): true, UUID(): false]
-        model.address = Address(street: "Main", city: "Saigon", zip: "700000", coordinates: GeoPoint(latitude: 10.76529079, longitude: 106.69060779))
+        model.address = Address(
+            street: "Main", city: "Saigon", zip: "700000", coordinates: GeoPoint(latitude: 10.76529079, longitude: 106.69060779))
         model.addresses = [Address(), Address(street: "x", city: "y", zip: "z")]
         model.location = GeoPoint(latitude: -33.8688, longitude: 151.2093)
         return model

@@ -39,9 +39,11 @@ struct SerializationFormatTests {
             #expect(models[0]["modelId"] == .string(post.modelId.description))
             let ids = models.compactMap { $0["modelId"]?.stringValue }
             #expect(Set(ids).count == ids.count)
-            #expect(models[0]["properties"]?["author"] == [
-                "__type": "ModelPointer", "model": "Author", "modelId": .string(authors[1].modelId.description), "objectId": nil,
-            ])
+            #expect(
+                models[0]["properties"]?["author"] == [
+                    "__type": "ModelPointer", "model": "Author", "modelId": .string(authors[1].modelId.description),
+                    "objectId": nil,
+                ])
         }
     }
 
@@ -84,7 +86,8 @@ struct SerializationFormatTests {
             #expect(value["properties"]?["data"] == .data(model.data))
             // Binary property lists keep dates exactly. (Foundation's XML property lists store dates
             // to the second, so sub-second values do not survive them.)
-            let bytes = try PropertyListSerialization.data(fromPropertyList: value.propertyListObject, format: .binary, options: 0)
+            let bytes = try PropertyListSerialization.data(
+                fromPropertyList: value.propertyListObject, format: .binary, options: 0)
             let object = try PropertyListSerialization.propertyList(from: bytes, options: [], format: nil)
             let copy = try Everything.instance(from: ModelValue(propertyList: object), in: ModelContext())
             #expect(copy.storage.properties == model.storage.properties)
@@ -265,4 +268,3 @@ struct SerializationFormatTests {
         #expect(try JSONDecoder().decode(Author.Properties.self, from: authorData).posts.ids == [post.modelId])
     }
 }
-

@@ -3,7 +3,7 @@ struct Benchmark: Sendable {
     /// The name used in tables, reports and `--filter`.
     let name: String
     /// Runs the benchmark at one size and returns its rows, ModelKit first.
-    let run: @Sendable (_ data: BlogData, _ runs: Int, _ checksum: inout Checksum) throws -> BenchmarkResult
+    let run: @Sendable (_ data: BlogData, _ session: inout Session) throws -> BenchmarkResult
 }
 
 /// The rows of one benchmark at one size, plus lines of context printed under its table.

@@ -10,6 +10,8 @@ struct Options: Equatable {
     var jsonPath: String?
     /// Runs per benchmark, subject and size; `nil` means the default for the size.
     var runs: Int?
+    /// Prints the time of every run, not only the medians.
+    var verbose = false
 
     /// The number of timed runs at size `n`: the `--runs` value, else 3 from a million posts up
     /// and 5 below.
@@ -31,7 +33,7 @@ struct UsageError: Error, CustomStringConvertible {
 
 enum CLI {
     static let usage = """
-        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT] [--json FILE] [--runs N]
+        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT] [--json FILE] [--runs N] [--verbose]
 
         Times ModelKit against plain Swift and Foundation on a blog graph of n posts and
         n/10 authors (each post references its author, each author holds its posts).
@@ -44,6 +46,7 @@ enum CLI {
                            {"benchmark", "n", "subject", "seconds"} objects to FILE
           --runs N         timed runs per benchmark, subject and size
                            (default: 3 for n >= 1000000, 5 otherwise; the median is reported)
+          --verbose        also print every run's time (to standard error)
           -h, --help       print this help
 
         Benchmarks: \(Benchmarks.names.joined(separator: ", "))
@@ -83,6 +86,8 @@ enum CLI {
                     sizes.append(size)
                 }
                 options.sizes = sizes
+            case "--verbose":
+                options.verbose = true
             case "--filter":
                 options.filter = try value()
             case "--json":

@@ -4,11 +4,11 @@ extension Benchmarks {
     /// Creating the whole blog: n / 10 authors and n posts, their properties, each post's author
     /// and each author's posts. ModelKit creates models in a fresh context per run; the peer
     /// creates plain class instances and registers them in a `[UUID: AnyObject]`.
-    static let create = Benchmark(name: "create") { data, runs, checksum in
+    static let create = Benchmark(name: "create") { data, session in
         let models = data.n + data.authorCount
 
         let modelKit = try measure(
-            runs: runs, checksum: &checksum,
+            Report.modelKit, session: &session,
             setup: { ModelContext() },
             body: { context in buildModelKitGraph(data, in: context) },
             verify: { graph in
@@ -18,7 +18,7 @@ extension Benchmarks {
             })
 
         let plain = try measure(
-            runs: runs, checksum: &checksum,
+            "plain classes + Dictionary", session: &session,
             body: { buildPlainObjectGraph(data) },
             verify: { graph in
                 _ = try expect(graph.objects.count, models, "objects in the dictionary")

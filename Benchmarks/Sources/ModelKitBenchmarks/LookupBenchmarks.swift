@@ -4,14 +4,14 @@ import ModelKit
 extension Benchmarks {
     /// n lookups of posts by model id in a context of the whole blog, in a fixed shuffled order,
     /// against the same lookups by `UUID` in a dictionary of plain objects, each with an `as?` cast.
-    static let lookupModelId = Benchmark(name: "lookup-modelId") { data, runs, checksum in
+    static let lookupModelId = Benchmark(name: "lookup-modelId") { data, session in
         let order = shuffledIndices(data.n)
 
         let context = ModelContext()
         let ids = buildModelKitGraph(data, in: context).posts.map(\.modelId)
         let modelIds = order.map { ids[$0] }
         let modelKit = try measure(
-            runs: runs, checksum: &checksum,
+            Report.modelKit, session: &session,
             body: { () -> Int in
                 var hits = 0
                 for id in modelIds where context.model(BenchPost.self, modelId: id) != nil {
@@ -25,7 +25,7 @@ extension Benchmarks {
         let objects = plain.objects
         let uuids = order.map { plain.posts[$0].id }
         let dictionary = try measure(
-            runs: runs, checksum: &checksum,
+            "Dictionary<UUID, AnyObject>", session: &session,
             body: { () -> Int in
                 var hits = 0
                 for id in uuids where objects[id] as? PlainPostObject != nil {
@@ -44,14 +44,14 @@ extension Benchmarks {
 
     /// n lookups of posts by object id (`p<i>`) with `BenchPost.instance(objectId:in:)`, against
     /// the same lookups in a `[String: AnyObject]` of plain objects, each with an `as?` cast.
-    static let lookupObjectId = Benchmark(name: "lookup-objectId") { data, runs, checksum in
+    static let lookupObjectId = Benchmark(name: "lookup-objectId") { data, session in
         let keys = shuffledIndices(data.n).map(BlogData.objectId(ofPost:))
         let models = data.n + data.authorCount
 
         let context = ModelContext()
         _ = buildModelKitGraph(data, in: context, objectIds: true)
         let modelKit = try measure(
-            runs: runs, checksum: &checksum,
+            Report.modelKit, session: &session,
             body: { () -> Int in
                 var hits = 0
                 for key in keys where BenchPost.instance(objectId: key, in: context).modelState == .new {
@@ -69,7 +69,7 @@ extension Benchmarks {
         var objects: [String: AnyObject] = [:]
         for (i, post) in plain.posts.enumerated() { objects[BlogData.objectId(ofPost: i)] = post }
         let dictionary = try measure(
-            runs: runs, checksum: &checksum,
+            "Dictionary<String, AnyObject>", session: &session,
             body: { () -> Int in
                 var hits = 0
                 for key in keys where objects[key] as? PlainPostObject != nil {

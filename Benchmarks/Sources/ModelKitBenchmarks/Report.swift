@@ -20,6 +20,7 @@ struct Report {
         let rows = rows.map { Measurement(benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds) }
         measurements += rows
         print(Self.table(benchmark: benchmark, n: n, runs: runs, rows: rows, notes: notes))
+        fflush(nil)  // show each table as soon as it is done, also when the output is a file
     }
 
     /// The table for one benchmark at one size: subject, median seconds, ratio to ModelKit.
@@ -79,4 +80,9 @@ func grouped(_ value: Int) -> String {
 func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
     let padding = String(repeating: " ", count: max(0, width - text.count))
     return right ? padding + text : text + padding
+}
+
+/// Prints a line to standard error.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
 }

@@ -38,43 +38,58 @@ func median(_ values: [Double]) -> Double {
     return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-/// Times `body` `runs` times and returns the median in seconds.
+/// The state shared by the timed runs: how many to make, what to print, the checksum.
+struct Session {
+    /// Timed runs per subject at the current size.
+    var runs: Int
+    /// The benchmark and size being run, for `--verbose` lines.
+    var label = ""
+    /// Prints every run's time to standard error.
+    var verbose = false
+    var checksum = Checksum()
+}
+
+/// Times `body` `session.runs` times and returns the median in seconds.
 ///
 /// Each run calls `setup` first, outside the timed region, for inputs that `body` consumes or
 /// mutates (a fresh context, for example). After the clock stops, `verify` turns the result into
 /// a number for the checksum (and may check it); then the input and the result are released, so
 /// tearing down a large graph is not timed either.
 func measure<Input, Output>(
-    runs: Int,
-    checksum: inout Checksum,
+    _ subject: String,
+    session: inout Session,
     setup: () throws -> Input,
     body: (Input) throws -> Output,
     verify: (Output) throws -> Int
 ) rethrows -> Double {
     let clock = ContinuousClock()
     var times: [Double] = []
-    times.reserveCapacity(runs)
-    for _ in 0..<runs {
+    times.reserveCapacity(session.runs)
+    for _ in 0..<session.runs {
         let input = try setup()
         let start = clock.now
         let output = try body(input)
         let end = clock.now
         times.append(seconds(end - start))
-        checksum.add(try verify(output))
+        session.checksum.add(try verify(output))
         blackHole(output)
         blackHole(input)
+    }
+    if session.verbose {
+        let list = times.map { fixed($0, 6) }.joined(separator: " ")
+        printError("\(session.label) \(subject): \(list) s")
     }
     return median(times)
 }
 
 /// `measure` for bodies that need no fresh input per run.
 func measure<Output>(
-    runs: Int,
-    checksum: inout Checksum,
+    _ subject: String,
+    session: inout Session,
     body: () throws -> Output,
     verify: (Output) throws -> Int
 ) rethrows -> Double {
-    try measure(runs: runs, checksum: &checksum, setup: {}, body: { _ in try body() }, verify: verify)
+    try measure(subject, session: &session, setup: {}, body: { _ in try body() }, verify: verify)
 }
 
 /// A benchmark result that does not hold what it was expected to.

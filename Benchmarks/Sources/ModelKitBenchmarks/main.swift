@@ -18,20 +18,21 @@ func runBenchmarks(_ options: Options) throws {
     print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
 
     var report = Report()
-    var checksum = Checksum()
+    var session = Session(runs: 1, verbose: options.verbose)
     for n in options.sizes {
         let data = BlogData(posts: n)
-        let runs = options.runs(for: n)
+        session.runs = options.runs(for: n)
         for benchmark in selected {
-            let result = try benchmark.run(data, runs, &checksum)
-            report.add(benchmark: benchmark.name, n: n, runs: runs, rows: result.rows, notes: result.notes)
+            session.label = "\(benchmark.name) n=\(n)"
+            let result = try benchmark.run(data, &session)
+            report.add(benchmark: benchmark.name, n: n, runs: session.runs, rows: result.rows, notes: result.notes)
         }
     }
     if let path = options.jsonPath {
         try report.writeJSON(to: path)
         print("wrote \(report.measurements.count) measurements to \(path)")
     }
-    print("checksum: \(String(checksum.value, radix: 16))")
+    print("checksum: \(String(session.checksum.value, radix: 16))")
 }
 
 do {
@@ -42,9 +43,9 @@ do {
         try runBenchmarks(options)
     }
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("error: \(error)\n\n\(CLI.usage)\n".utf8))
+    printError("error: \(error)\n\n\(CLI.usage)")
     exit(2)
 } catch {
-    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    printError("error: \(error)")
     exit(1)
 }

@@ -114,9 +114,8 @@ public final class ModelContext: @unchecked Sendable {
     /// - Complexity: O(1).
     @discardableResult
     public func insert<M: Model>(_ model: M) -> M {
-        if let other = model.storage.context, other !== self {
-            other.remove(model)
-        }
+        let previous = model.storage.context
+        if previous === self { return model }
         ModelRegistry.noteUse(of: M.self)
         let id = model.storage.metadata.modelId
         let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
@@ -130,10 +129,11 @@ public final class ModelContext: @unchecked Sendable {
             return nil
         }
         if let existing {
-            if let same = existing as? M { return same }
-            // Same id, different type: the context keeps the one it has; the caller's model stays out.
-            return model
+            // The context keeps the instance it has; `model` stays where it was.
+            return existing as? M ?? model
         }
+        // Only now that this context holds the model does it leave the one it was in.
+        previous?.remove(model)
         model.storage.context = self
         model.storage.metadata.membership = .managed
         return model

@@ -35,7 +35,8 @@ public struct GeoPoint: Hashable, Sendable, Codable {
         let toRadians = Double.pi / 180
         let dLat = (other.latitude - latitude) * toRadians
         let dLon = (other.longitude - longitude) * toRadians
-        let a = sin(dLat / 2) * sin(dLat / 2)
+        let a =
+            sin(dLat / 2) * sin(dLat / 2)
             + cos(latitude * toRadians) * cos(other.latitude * toRadians) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * Self.earthRadiusKilometers * asin(min(1, a.squareRoot()))
     }

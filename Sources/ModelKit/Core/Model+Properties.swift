@@ -71,7 +71,9 @@ extension Model {
     /// no context yet are added to this model's context.
     ///
     /// - Complexity: O(1) to read; mutations cost what the same mutation of an `Array` costs.
-    public subscript<Element: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelArray<Element>>) -> ModelArray<Element> {
+    public subscript<Element: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelArray<Element>>) -> ModelArray<
+        Element
+    > {
         get {
             var array = storage.values[keyPath: keyPath]
             array.context = storage.context

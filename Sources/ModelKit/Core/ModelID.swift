@@ -39,10 +39,11 @@ public struct ModelID: Hashable, Comparable, Sendable {
     public var uuid: UUID {
         func byte(_ word: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: word >> (56 - 8 * index)) }
         let h = high, l = low
-        return UUID(uuid: (
-            byte(h, 0), byte(h, 1), byte(h, 2), byte(h, 3), byte(h, 4), byte(h, 5), byte(h, 6), byte(h, 7),
-            byte(l, 0), byte(l, 1), byte(l, 2), byte(l, 3), byte(l, 4), byte(l, 5), byte(l, 6), byte(l, 7)
-        ))
+        return UUID(
+            uuid: (
+                byte(h, 0), byte(h, 1), byte(h, 2), byte(h, 3), byte(h, 4), byte(h, 5), byte(h, 6), byte(h, 7),
+                byte(l, 0), byte(l, 1), byte(l, 2), byte(l, 3), byte(l, 4), byte(l, 5), byte(l, 6), byte(l, 7)
+            ))
     }
 
     /// Returns a new id, distinct from every other id this process has made.
@@ -126,7 +127,8 @@ extension ModelID: Codable {
         let text = try container.decode(String.self)
         guard let id = ModelID(text) else {
             throw DecodingError.dataCorruptedError(
-                in: container, debugDescription: "Expected a model id (8-4-4-4-12 hexadecimal digits) but found \"\(text)\" instead.")
+                in: container,
+                debugDescription: "Expected a model id (8-4-4-4-12 hexadecimal digits) but found \"\(text)\" instead.")
         }
         self = id
     }

@@ -60,7 +60,8 @@ final class GraphReader {
         case .array:
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "an empty array")
         default:
-            throw SerializationError(.typeMismatch, expected: "a model dictionary or an array of them", found: value.kindDescription)
+            throw SerializationError(
+                .typeMismatch, expected: "a model dictionary or an array of them", found: value.kindDescription)
         }
         headers.reserveCapacity(entries.count)
         for (index, entry) in entries.enumerated() {
@@ -181,7 +182,8 @@ final class GraphReader {
     func target<T: Model>(of pointer: ModelValue, as type: T.Type, path: [any CodingKey]) throws -> T {
         guard case .object(let object) = pointer, object["__type"] == "ModelPointer" else {
             throw SerializationError(
-                .typeMismatch, path: describe(path), expected: "a ModelPointer to a \(T.modelName)", found: pointer.kindDescription)
+                .typeMismatch, path: describe(path), expected: "a ModelPointer to a \(T.modelName)",
+                found: pointer.kindDescription)
         }
         guard case .string(let name)? = object["model"] else {
             throw SerializationError(
@@ -191,7 +193,8 @@ final class GraphReader {
         let expectedName = ModelRegistry.name(of: T.self)
         guard name == expectedName else {
             throw SerializationError(
-                .modelTypeConflict, path: describe(path), expected: "a pointer to a \(expectedName)", found: "a pointer to a \(name)")
+                .modelTypeConflict, path: describe(path), expected: "a pointer to a \(expectedName)",
+                found: "a pointer to a \(name)")
         }
         guard case .string(let idText)? = object["modelId"] else {
             throw SerializationError(
@@ -207,7 +210,8 @@ final class GraphReader {
             guard headers[index].name == expectedName else {
                 throw SerializationError(
                     .modelTypeConflict, path: describe(path),
-                    expected: "the pointer's target at model index \(index) to be a \(expectedName)", found: "a \(headers[index].name)")
+                    expected: "the pointer's target at model index \(index) to be a \(expectedName)",
+                    found: "a \(headers[index].name)")
             }
             return try instantiate(T.self, at: index)
         }
@@ -318,7 +322,8 @@ extension SerializationError {
                 .invalidValue, modelIndex: modelIndex, modelName: modelName, path: describe(context.codingPath),
                 expected: "valid data", found: context.debugDescription)
         @unknown default:
-            self.init(.invalidValue, modelIndex: modelIndex, modelName: modelName, expected: "valid data", found: "\(decodingError)")
+            self.init(
+                .invalidValue, modelIndex: modelIndex, modelName: modelName, expected: "valid data", found: "\(decodingError)")
         }
     }
 }

@@ -203,7 +203,8 @@ struct JSONTextReader {
         depth += 1
         guard depth <= SerializationError.maximumDepth else {
             throw SerializationError(
-                .nestingTooDeep, byteOffset: position, expected: "at most \(SerializationError.maximumDepth) nested arrays and objects",
+                .nestingTooDeep, byteOffset: position,
+                expected: "at most \(SerializationError.maximumDepth) nested arrays and objects",
                 found: "deeper nesting")
         }
     }
@@ -294,7 +295,9 @@ struct JSONTextReader {
         if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
             isInteger = false
             position += 1
-            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
             guard position < bytes.count, isDigit(bytes[position]) else { throw error(expected: "a digit in the exponent") }
             while position < bytes.count, isDigit(bytes[position]) { position += 1 }
         }
@@ -359,7 +362,8 @@ struct JSONTextReader {
                 case UInt8(ascii: "u"):
                     var scalar = try readHex4()
                     if (0xD800..<0xDC00).contains(scalar) {
-                        guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u")
+                        guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"),
+                            bytes[position + 1] == UInt8(ascii: "u")
                         else { throw error(expected: "a low surrogate \\u escape") }
                         position += 2
                         let low = try readHex4()
@@ -418,4 +422,9 @@ struct JSONTextReader {
             .malformedInput, byteOffset: position, expected: "valid UTF-8 in a string",
             found: "byte 0x\(String(bytes[position], radix: 16))")
     }
+}
+
+extension ModelValue: CustomStringConvertible {
+    /// The value as compact JSON text (dates and data in their `__type` forms).
+    public var description: String { jsonString() }
 }

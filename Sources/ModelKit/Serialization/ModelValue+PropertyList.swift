@@ -41,7 +41,8 @@ extension ModelValue {
     private static func convert(_ object: Any, path: String, depth: Int) throws -> ModelValue {
         guard depth <= SerializationError.maximumDepth else {
             throw SerializationError(
-                .nestingTooDeep, path: path, expected: "at most \(SerializationError.maximumDepth) nested levels", found: "deeper nesting")
+                .nestingTooDeep, path: path, expected: "at most \(SerializationError.maximumDepth) nested levels",
+                found: "deeper nesting")
         }
         switch object {
         case is NSNull: return .null
@@ -67,14 +68,14 @@ extension ModelValue {
 
     private static func numberValue(_ number: NSNumber) -> ModelValue {
         #if canImport(Darwin)
-        if CFGetTypeID(number) == CFBooleanGetTypeID() { return .bool(number.boolValue) }
+            if CFGetTypeID(number) == CFBooleanGetTypeID() { return .bool(number.boolValue) }
         #endif
         switch String(cString: number.objCType) {
         case "c", "B":
             #if canImport(Darwin)
-            return .int(number.int64Value)
+                return .int(number.int64Value)
             #else
-            return .bool(number.boolValue)
+                return .bool(number.boolValue)
             #endif
         case "f", "d": return .double(number.doubleValue)
         case "Q", "L", "I", "S", "C":

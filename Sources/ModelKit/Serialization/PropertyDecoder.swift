@@ -33,7 +33,8 @@ final class PropertyDecoder: Decoder {
         }
         var defaultObject: ModelValue.Object?
         if case .object(let object)? = defaults { defaultObject = object }
-        return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self, object: object, defaults: defaultObject, codingPath: codingPath))
+        return KeyedDecodingContainer(
+            KeyedContainer<Key>(decoder: self, object: object, defaults: defaultObject, codingPath: codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -133,7 +134,8 @@ final class PropertyDecoder: Decoder {
         case .date(let date): return date
         case .string(let text):
             guard let date = ISODate.date(from: text) else {
-                throw SerializationError(.invalidValue, path: describe(path), expected: "an ISO 8601 date", found: value.kindDescription)
+                throw SerializationError(
+                    .invalidValue, path: describe(path), expected: "an ISO 8601 date", found: value.kindDescription)
             }
             return date
         case .object(let object) where object["__type"] == "Date":
@@ -158,7 +160,8 @@ final class PropertyDecoder: Decoder {
                     found: object["base64"]?.kindDescription ?? "no \"base64\" key")
             }
             guard let data = Data(base64Encoded: text) else {
-                throw SerializationError(.invalidValue, path: describe(path), expected: "base64 text", found: value.kindDescription)
+                throw SerializationError(
+                    .invalidValue, path: describe(path), expected: "base64 text", found: value.kindDescription)
             }
             return data
         default:
@@ -195,7 +198,8 @@ final class PropertyDecoder: Decoder {
         }
         guard depth < SerializationError.maximumDepth else {
             throw SerializationError(
-                .nestingTooDeep, path: describe(path), expected: "at most \(SerializationError.maximumDepth) levels of nested values",
+                .nestingTooDeep, path: describe(path),
+                expected: "at most \(SerializationError.maximumDepth) levels of nested values",
                 found: "deeper nesting")
         }
         let nested = PropertyDecoder(value: value, defaults: defaults, reader: reader, codingPath: path, depth: depth + 1)
@@ -343,19 +347,25 @@ final class PropertyDecoder: Decoder {
             return try advance { try decoder.unbox($0, defaults: nil, as: T.self, at: $1) }
         }
 
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+            NestedKey
+        > {
             let decoder = decoder
             return try advance { value, path in
-                try PropertyDecoder(value: value, defaults: nil, reader: decoder.reader, codingPath: path, depth: decoder.depth + 1)
-                    .container(keyedBy: NestedKey.self)
+                try PropertyDecoder(
+                    value: value, defaults: nil, reader: decoder.reader, codingPath: path, depth: decoder.depth + 1
+                )
+                .container(keyedBy: NestedKey.self)
             }
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
             let decoder = decoder
             return try advance { value, path in
-                try PropertyDecoder(value: value, defaults: nil, reader: decoder.reader, codingPath: path, depth: decoder.depth + 1)
-                    .unkeyedContainer()
+                try PropertyDecoder(
+                    value: value, defaults: nil, reader: decoder.reader, codingPath: path, depth: decoder.depth + 1
+                )
+                .unkeyedContainer()
             }
         }
 

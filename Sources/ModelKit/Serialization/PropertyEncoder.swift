@@ -124,9 +124,10 @@ final class PropertyEncoder: Encoder {
         if T.self == GeoPoint.self {
             let point = value as! GeoPoint
             return .value(
-                .object(ModelValue.Object([
-                    ("__type", "GeoPoint"), ("latitude", number(point.latitude)), ("longitude", number(point.longitude)),
-                ])))
+                .object(
+                    ModelValue.Object([
+                        ("__type", "GeoPoint"), ("latitude", number(point.latitude)), ("longitude", number(point.longitude)),
+                    ])))
         }
         if let reference = value as? any GraphEncodable {
             do {
@@ -137,7 +138,8 @@ final class PropertyEncoder: Encoder {
         }
         guard depth < SerializationError.maximumDepth else {
             throw SerializationError(
-                .nestingTooDeep, path: describe(path), expected: "at most \(SerializationError.maximumDepth) levels of nested values",
+                .nestingTooDeep, path: describe(path),
+                expected: "at most \(SerializationError.maximumDepth) levels of nested values",
                 found: "deeper nesting (a cycle among objects that are not models?)")
         }
         let nested = PropertyEncoder(writer: writer, codingPath: path, depth: depth + 1)
@@ -265,7 +267,8 @@ final class PropertyEncoder: Encoder {
             array.slots.append(try encoder.box(value, at: nextPath))
         }
 
-        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey>
+        {
             let nested = EncodedObject()
             let path = nextPath
             array.slots.append(.object(nested))
