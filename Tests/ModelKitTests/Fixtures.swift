@@ -189,3 +189,30 @@ func makeBlog(authors authorCount: Int, postsPerAuthor: Int, in context: ModelCo
         return author
     }
 }
+
+/// A value whose hand-written Codable uses super encoders, with CodingKeys that have no `super`.
+struct Layered: Codable, Equatable {
+    var base = 1
+    var own = "x"
+    enum CodingKeys: String, CodingKey { case own }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        own = try container.decode(String.self, forKey: .own)
+        base = try container.superDecoder().singleValueContainer().decode(Int.self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(own, forKey: .own)
+        var base = container.superEncoder().singleValueContainer()
+        try base.encode(self.base)
+    }
+}
+
+final class HasLayers: Model {
+    struct Properties: Codable, Equatable { var layered = Layered() }
+    var storage = ModelStorage(Properties())
+}

@@ -253,6 +253,17 @@ struct SerializationFormatTests {
         #expect(model.storage.properties == expected)
     }
 
+    @Test("Hand-written Codable with super encoders works without a super coding key")
+    func superEncoders() throws {
+        let model = HasLayers.instance(in: ModelContext())
+        model.layered.base = 7
+        model.layered.own = "y"
+        let value = try model.serialize()
+        #expect(value["properties"]?["layered"] == ["own": "y", "super": 7])
+        let copy = try HasLayers.instance(from: value, in: ModelContext())
+        #expect(copy.layered == model.layered)
+    }
+
     @Test("Codable encoders other than ModelKit's write references as pointers")
     func foreignEncoders() throws {
         let context = ModelContext()

@@ -274,13 +274,15 @@ final class PropertyDecoder: Decoder {
         }
 
         func superDecoder() throws -> any Decoder {
-            try superDecoder(forKey: Key(stringValue: "super")!)
+            superDecoder(named: IndexKey(stringValue: "super"))
         }
 
-        func superDecoder(forKey key: Key) throws -> any Decoder {
+        func superDecoder(forKey key: Key) throws -> any Decoder { superDecoder(named: key) }
+
+        private func superDecoder(named key: any CodingKey) -> any Decoder {
             let value = object[key.stringValue] ?? .null
             return PropertyDecoder(
-                value: value, defaults: defaults?[key.stringValue], reader: decoder.reader, codingPath: path(key),
+                value: value, defaults: defaults?[key.stringValue], reader: decoder.reader, codingPath: codingPath + [key],
                 depth: decoder.depth + 1)
         }
     }

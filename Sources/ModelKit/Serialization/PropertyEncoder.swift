@@ -9,6 +9,8 @@ enum EncodedSlot {
     case value(ModelValue)
     case object(EncodedObject)
     case array(EncodedArray)
+    /// A super encoder handed out to user code: whatever it ends up holding.
+    case encoder(PropertyEncoder)
 
     func finish() -> ModelValue {
         switch self {
@@ -18,6 +20,7 @@ enum EncodedSlot {
             for (key, slot) in zip(box.keys, box.slots) { object[key] = slot.finish() }
             return .object(object)
         case .array(let box): return .array(box.slots.map { $0.finish() })
+        case .encoder(let encoder): return (encoder.slot ?? .value(.object(ModelValue.Object()))).finish()
         }
     }
 }
@@ -228,13 +231,14 @@ final class PropertyEncoder: Encoder {
             return UnkeyedContainer(encoder: encoder, array: nested, codingPath: codingPath + [key])
         }
 
-        mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+        // The key is a plain "super" string: the type's own CodingKeys need not have such a case.
+        mutating func superEncoder() -> any Encoder { superEncoder(named: IndexKey(stringValue: "super")) }
 
-        mutating func superEncoder(forKey key: Key) -> any Encoder {
+        mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(named: key) }
+
+        private mutating func superEncoder(named key: any CodingKey) -> any Encoder {
             let nested = PropertyEncoder(writer: encoder.writer, codingPath: codingPath + [key], depth: encoder.depth + 1)
-            let object = EncodedObject()
-            nested.slot = .object(object)
-            self.object.set(.object(object), for: key.stringValue)
+            object.set(.encoder(nested), for: key.stringValue)
             return nested
         }
     }
@@ -284,9 +288,7 @@ final class PropertyEncoder: Encoder {
 
         mutating func superEncoder() -> any Encoder {
             let nested = PropertyEncoder(writer: encoder.writer, codingPath: nextPath, depth: encoder.depth + 1)
-            let object = EncodedObject()
-            nested.slot = .object(object)
-            array.slots.append(.object(object))
+            array.slots.append(.encoder(nested))
             return nested
         }
     }
