@@ -66,6 +66,29 @@ struct ReferenceTests {
         }
     }
 
+    @Test("A model whose context is gone never resolves references in another context")
+    func releasedOwnerStaysReleased() throws {
+        try inFreshContext { current in
+            let author = Author.instance()
+            let post = Post.instance()
+            post.author = author
+            author.posts.append(post)
+            let data = try post.jsonData()
+            var copy: Post?
+            do {
+                let loadedInto = ModelContext()
+                copy = try Post.instance(fromJSON: data, in: loadedInto)
+                #expect(copy?.author?.modelContext === loadedInto)
+            }
+            // `loadedInto` is gone: the copy's author went with it. The current context has a model
+            // with the same id, but a released model must not pick it up.
+            #expect(copy?.author == nil)
+            #expect(copy?.modelContext == nil)
+            #expect(current.model(withId: author.modelId) === author)
+            #expect(try copy?.serialize()[1] == nil)
+        }
+    }
+
     @Test("An array skips removed elements and keeps repeated ones")
     func arraySkipsRemoved() {
         inFreshContext { _ in

@@ -10,6 +10,18 @@ struct Benchmark: Sendable {
 struct BenchmarkResult {
     var rows: [(subject: String, seconds: Double)]
     var notes: [String] = []
+
+    /// Times `subjects` (ModelKit first, then its peers) and `phases` (parts of ModelKit's work,
+    /// reported in a note rather than as rows), all interleaved.
+    init(timing subjects: [Subject], phases: [Subject] = [], notes: [String] = [], session: inout Session) throws {
+        let medians = try measure(subjects + phases, session: &session)
+        rows = zip(subjects, medians).map { ($0.name, $1) }
+        if !phases.isEmpty {
+            let times = zip(phases, medians[subjects.count...]).map { "\($0.name) \(fixed($1, 6)) s" }
+            self.notes.append("ModelKit phases: " + times.joined(separator: ", "))
+        }
+        self.notes += notes
+    }
 }
 
 enum Benchmarks {

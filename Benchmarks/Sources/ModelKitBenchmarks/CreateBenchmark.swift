@@ -7,27 +7,23 @@ extension Benchmarks {
     static let create = Benchmark(name: "create") { data, session in
         let models = data.n + data.authorCount
 
-        let modelKit = try measure(
-            Report.modelKit, session: &session,
+        let modelKit = Subject(
+            Report.modelKit,
             setup: { ModelContext() },
             body: { context in buildModelKitGraph(data, in: context) },
             verify: { graph in
-                let context = graph.posts[0].modelContext
-                _ = try expect(context?.count ?? 0, models, "models in the context")
+                _ = try expect(graph.posts[0].modelContext?.count ?? 0, models, "models in the context")
                 return try expect(graph.authors.reduce(0) { $0 + $1.posts.count }, data.n, "posts held by authors")
             })
 
-        let plain = try measure(
-            "plain classes + Dictionary", session: &session,
+        let plain = Subject(
+            "plain classes + Dictionary",
             body: { buildPlainObjectGraph(data) },
             verify: { graph in
                 _ = try expect(graph.objects.count, models, "objects in the dictionary")
                 return try expect(graph.authors.reduce(0) { $0 + $1.posts.count }, data.n, "posts held by authors")
             })
 
-        return BenchmarkResult(rows: [
-            (Report.modelKit, modelKit),
-            ("plain classes + Dictionary", plain),
-        ])
+        return try BenchmarkResult(timing: [modelKit, plain], session: &session)
     }
 }

@@ -5,43 +5,26 @@ extension Benchmarks {
     /// The whole blog to JSON text: ModelKit's `blog.jsonData()` (walking the graph, writing
     /// pointers, dates and text) against `JSONEncoder` encoding the same data as plain structs.
     static let serializeJSON = Benchmark(name: "serialize-json") { data, session in
+        let models = data.n + data.authorCount + 1
         let context = ModelContext()
         let blog = buildModelKitBlog(data, in: context)
-        let models = data.n + data.authorCount + 1
-
-        let modelKit = try measure(
-            Report.modelKit, session: &session,
-            body: { try blog.jsonData() },
-            verify: \.count)
-
-        // The two phases of jsonData(), for the notes: the graph walk into a value tree, and the
-        // tree to text.
-        let walk = try measure(
-            "serialize(as: .json)", session: &session,
-            body: { try blog.serialize(as: .json) },
-            verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "serialized models") })
         let value = try blog.serialize(as: .json)
-        let text = measure("ModelValue.jsonData()", session: &session, body: { value.jsonData() }, verify: \.count)
-        let modelKitBytes = value.jsonData().count
-
         let plainBlog = buildPlainBlog(data)
         let encoder = JSONEncoder()
-        let jsonEncoder = try measure(
-            "JSONEncoder", session: &session,
-            body: { try encoder.encode(plainBlog) },
-            verify: \.count)
-        let plainBytes = try encoder.encode(plainBlog).count
-        blackHole(context)
 
-        return BenchmarkResult(
-            rows: [
-                (Report.modelKit, modelKit),
-                ("JSONEncoder", jsonEncoder),
-            ],
-            notes: [
-                "ModelKit phases: serialize(as: .json) \(fixed(walk, 6)) s, ModelValue.jsonData() \(fixed(text, 6)) s",
-                "output: ModelKit \(megabytes(modelKitBytes)), JSONEncoder \(megabytes(plainBytes))",
-            ])
+        let modelKit = Subject(Report.modelKit, body: { try blog.jsonData() }, verify: \.count)
+        let jsonEncoder = Subject("JSONEncoder", body: { try encoder.encode(plainBlog) }, verify: \.count)
+        // The two phases of jsonData(): the graph walk into a value tree, and the tree to text.
+        let walk = Subject(
+            "serialize(as: .json)",
+            body: { try blog.serialize(as: .json) },
+            verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "serialized models") })
+        let text = Subject("ModelValue.jsonData()", body: { value.jsonData() }, verify: \.count)
+
+        let sizes = "output: ModelKit \(megabytes(value.jsonData().count)), JSONEncoder \(megabytes(try encoder.encode(plainBlog).count))"
+        let result = try BenchmarkResult(timing: [modelKit, jsonEncoder], phases: [walk, text], notes: [sizes], session: &session)
+        blackHole(context)
+        return result
     }
 
     /// The whole blog from JSON text: ModelKit's `BenchBlog.instance(fromJSON:in:)` into a fresh
@@ -52,45 +35,36 @@ extension Benchmarks {
             let context = ModelContext()
             return try buildModelKitBlog(data, in: context).jsonData()
         }()
+        let value = try ModelValue(json: json)
+        let plainJSON = try JSONEncoder().encode(buildPlainBlog(data))
+        let decoder = JSONDecoder()
 
-        let modelKit = try measure(
-            Report.modelKit, session: &session,
+        let modelKit = Subject(
+            Report.modelKit,
             setup: { ModelContext() },
             body: { context in try BenchBlog.instance(fromJSON: json, in: context) },
             verify: { blog in
                 _ = try expect(blog.modelContext?.count ?? 0, models, "models in the context")
                 return try expect(blog.authors.count, data.authorCount, "authors of the blog")
             })
-
-        // The two phases of instance(fromJSON:), for the notes: parsing the text into a value
-        // tree, and reading the graph from the tree.
-        let parse = try measure(
-            "ModelValue(json:)", session: &session,
+        let jsonDecoder = Subject(
+            "JSONDecoder",
+            body: { try decoder.decode(PlainBlog.self, from: plainJSON) },
+            verify: { blog in try expect(blog.posts.count, data.n, "posts decoded") })
+        // The two phases of instance(fromJSON:): parsing the text into a value tree, and reading
+        // the graph from the tree.
+        let parse = Subject(
+            "ModelValue(json:)",
             body: { try ModelValue(json: json) },
             verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "parsed models") })
-        let value = try ModelValue(json: json)
-        let read = try measure(
-            "instance(from:in:)", session: &session,
+        let read = Subject(
+            "instance(from:in:)",
             setup: { ModelContext() },
             body: { context in try BenchBlog.instance(from: value, in: context) },
             verify: { blog in try expect(blog.modelContext?.count ?? 0, models, "models in the context") })
 
-        let plainJSON = try JSONEncoder().encode(buildPlainBlog(data))
-        let decoder = JSONDecoder()
-        let jsonDecoder = try measure(
-            "JSONDecoder", session: &session,
-            body: { try decoder.decode(PlainBlog.self, from: plainJSON) },
-            verify: { blog in try expect(blog.posts.count, data.n, "posts decoded") })
-
-        return BenchmarkResult(
-            rows: [
-                (Report.modelKit, modelKit),
-                ("JSONDecoder", jsonDecoder),
-            ],
-            notes: [
-                "ModelKit phases: ModelValue(json:) \(fixed(parse, 6)) s, instance(from:in:) \(fixed(read, 6)) s",
-                "input: ModelKit \(megabytes(json.count)), JSONDecoder \(megabytes(plainJSON.count))",
-            ])
+        let sizes = "input: ModelKit \(megabytes(json.count)), JSONDecoder \(megabytes(plainJSON.count))"
+        return try BenchmarkResult(timing: [modelKit, jsonDecoder], phases: [parse, read], notes: [sizes], session: &session)
     }
 }
 

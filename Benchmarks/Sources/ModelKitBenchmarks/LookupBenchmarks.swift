@@ -8,10 +8,10 @@ extension Benchmarks {
         let order = shuffledIndices(data.n)
 
         let context = ModelContext()
-        let ids = buildModelKitGraph(data, in: context).posts.map(\.modelId)
-        let modelIds = order.map { ids[$0] }
-        let modelKit = try measure(
-            Report.modelKit, session: &session,
+        let posts = buildModelKitGraph(data, in: context).posts
+        let modelIds = order.map { posts[$0].modelId }
+        let modelKit = Subject(
+            Report.modelKit,
             body: { () -> Int in
                 var hits = 0
                 for id in modelIds where context.model(BenchPost.self, modelId: id) != nil {
@@ -24,8 +24,8 @@ extension Benchmarks {
         let plain = buildPlainObjectGraph(data)
         let objects = plain.objects
         let uuids = order.map { plain.posts[$0].id }
-        let dictionary = try measure(
-            "Dictionary<UUID, AnyObject>", session: &session,
+        let dictionary = Subject(
+            "Dictionary<UUID, AnyObject>",
             body: { () -> Int in
                 var hits = 0
                 for id in uuids where objects[id] as? PlainPostObject != nil {
@@ -34,12 +34,10 @@ extension Benchmarks {
                 return hits
             },
             verify: { try expect($0, data.n, "posts found") })
-        blackHole(plain)
 
-        return BenchmarkResult(rows: [
-            (Report.modelKit, modelKit),
-            ("Dictionary<UUID, AnyObject>", dictionary),
-        ])
+        let result = try BenchmarkResult(timing: [modelKit, dictionary], session: &session)
+        blackHole(plain)
+        return result
     }
 
     /// n lookups of posts by object id (`p<i>`) with `BenchPost.instance(objectId:in:)`, against
@@ -50,8 +48,8 @@ extension Benchmarks {
 
         let context = ModelContext()
         _ = buildModelKitGraph(data, in: context, objectIds: true)
-        let modelKit = try measure(
-            Report.modelKit, session: &session,
+        let modelKit = Subject(
+            Report.modelKit,
             body: { () -> Int in
                 var hits = 0
                 for key in keys where BenchPost.instance(objectId: key, in: context).modelState == .new {
@@ -68,9 +66,9 @@ extension Benchmarks {
         let plain = buildPlainObjectGraph(data)
         var objects: [String: AnyObject] = [:]
         for (i, post) in plain.posts.enumerated() { objects[BlogData.objectId(ofPost: i)] = post }
-        let dictionary = try measure(
-            "Dictionary<String, AnyObject>", session: &session,
-            body: { () -> Int in
+        let dictionary = Subject(
+            "Dictionary<String, AnyObject>",
+            body: { [objects] () -> Int in
                 var hits = 0
                 for key in keys where objects[key] as? PlainPostObject != nil {
                     hits += 1
@@ -78,11 +76,9 @@ extension Benchmarks {
                 return hits
             },
             verify: { try expect($0, data.n, "posts found") })
-        blackHole(plain)
 
-        return BenchmarkResult(rows: [
-            (Report.modelKit, modelKit),
-            ("Dictionary<String, AnyObject>", dictionary),
-        ])
+        let result = try BenchmarkResult(timing: [modelKit, dictionary], session: &session)
+        blackHole(plain)
+        return result
     }
 }

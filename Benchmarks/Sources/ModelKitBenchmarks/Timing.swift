@@ -49,47 +49,61 @@ struct Session {
     var checksum = Checksum()
 }
 
-/// Times `body` `session.runs` times and returns the median in seconds.
-///
-/// Each run calls `setup` first, outside the timed region, for inputs that `body` consumes or
-/// mutates (a fresh context, for example). After the clock stops, `verify` turns the result into
-/// a number for the checksum (and may check it); then the input and the result are released, so
-/// tearing down a large graph is not timed either.
-func measure<Input, Output>(
-    _ subject: String,
-    session: inout Session,
-    setup: () throws -> Input,
-    body: (Input) throws -> Output,
-    verify: (Output) throws -> Int
-) rethrows -> Double {
-    let clock = ContinuousClock()
-    var times: [Double] = []
-    times.reserveCapacity(session.runs)
-    for _ in 0..<session.runs {
-        let input = try setup()
-        let start = clock.now
-        let output = try body(input)
-        let end = clock.now
-        times.append(seconds(end - start))
-        session.checksum.add(try verify(output))
-        blackHole(output)
-        blackHole(input)
+/// One thing being timed: ModelKit, a peer, or one phase of ModelKit's work.
+struct Subject {
+    let name: String
+    /// Makes one timed run and returns its seconds.
+    let runOnce: (inout Checksum) throws -> Double
+
+    /// A subject whose runs call `setup` first, outside the timed region, for inputs that `body`
+    /// consumes or mutates (a fresh context, for example). After the clock stops, `verify` turns
+    /// the result into a number for the checksum (and may check it); then the input and the
+    /// result are released, so tearing down a large graph is not timed either.
+    init<Input, Output>(
+        _ name: String,
+        setup: @escaping () throws -> Input,
+        body: @escaping (Input) throws -> Output,
+        verify: @escaping (Output) throws -> Int
+    ) {
+        self.name = name
+        runOnce = { checksum in
+            let clock = ContinuousClock()
+            let input = try setup()
+            let start = clock.now
+            let output = try body(input)
+            let end = clock.now
+            checksum.add(try verify(output))
+            blackHole(output)
+            blackHole(input)
+            return seconds(end - start)
+        }
     }
-    if session.verbose {
-        let list = times.map { fixed($0, 6) }.joined(separator: " ")
-        printError("\(session.label) \(subject): \(list) s")
+
+    /// A subject whose body needs no fresh input per run.
+    init<Output>(_ name: String, body: @escaping () throws -> Output, verify: @escaping (Output) throws -> Int) {
+        self.init(name, setup: {}, body: { _ in try body() }, verify: verify)
     }
-    return median(times)
 }
 
-/// `measure` for bodies that need no fresh input per run.
-func measure<Output>(
-    _ subject: String,
-    session: inout Session,
-    body: () throws -> Output,
-    verify: (Output) throws -> Int
-) rethrows -> Double {
-    try measure(subject, session: &session, setup: {}, body: { _ in try body() }, verify: verify)
+/// Times every subject `session.runs` times and returns their medians in seconds, in order.
+///
+/// The runs are interleaved (one run of each subject per round, starting with a different
+/// subject each round), so that a slow phase of the machine affects all subjects alike rather
+/// than whichever happened to be running.
+func measure(_ subjects: [Subject], session: inout Session) throws -> [Double] {
+    var times = [[Double]](repeating: [], count: subjects.count)
+    for round in 0..<session.runs {
+        for offset in subjects.indices {
+            let index = (round + offset) % subjects.count
+            times[index].append(try subjects[index].runOnce(&session.checksum))
+        }
+    }
+    if session.verbose {
+        for (subject, list) in zip(subjects, times) {
+            printError("\(session.label) \(subject.name): \(list.map { fixed($0, 6) }.joined(separator: " ")) s")
+        }
+    }
+    return times.map(median)
 }
 
 /// A benchmark result that does not hold what it was expected to.

@@ -110,9 +110,9 @@ extension ModelContext {
     /// tasks.
     ///
     /// ```swift
-    /// try await ModelContext.withCurrent(ModelContext()) {
-    ///     let feed = try await download()
-    ///     return try Feed.instance(fromJSON: feed)
+    /// let imports = ModelContext()                 // keep it: it owns the models loaded into it
+    /// let feed = try await ModelContext.withCurrent(imports) {
+    ///     try Feed.instance(fromJSON: try await download())
     /// }
     /// ```
     public static func withCurrent<Result>(

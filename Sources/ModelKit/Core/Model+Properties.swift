@@ -55,10 +55,10 @@ extension Model {
     ///
     /// - Complexity: O(1).
     public subscript<Target: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelRef<Target>>) -> Target? {
-        get { storage.values[keyPath: keyPath].resolve(in: storage.context) }
+        get { storage.values[keyPath: keyPath].target(lookupIn: storage.lookupContext) }
         set {
             let old = storage.values[keyPath: keyPath]
-            guard old.id != newValue?.modelId || old.target(in: storage.context) !== newValue else { return }
+            guard old.id != newValue?.modelId || old.target(lookupIn: storage.lookupContext) !== newValue else { return }
             if let newValue { adopt(newValue) }
             storage.values[keyPath: keyPath] = ModelRef(newValue)
             storage.touch()
@@ -76,18 +76,22 @@ extension Model {
     > {
         get {
             var array = storage.values[keyPath: keyPath]
-            array.context = storage.context
+            array.attach(context: storage.context, detached: storage.lookupContext == nil)
             return array
         }
         set {
             var array = newValue
-            array.context = storage.context
+            array.attach(context: storage.context, detached: storage.lookupContext == nil)
             array.adoptAll()
             storage.values[keyPath: keyPath] = array
             storage.touch()
         }
         _modify {
-            storage.values[keyPath: keyPath].context = storage.context
+            // Read these first: holding a copy of `storage` during the yield would retain the array
+            // and turn every append into a copy.
+            let context = storage.context
+            let detached = storage.lookupContext == nil
+            storage.values[keyPath: keyPath].attach(context: context, detached: detached)
             yield &storage.values[keyPath: keyPath]
             storage.touch()
         }

@@ -31,6 +31,14 @@ public struct ModelStorage<Properties: Codable> {
         metadata.updatedAt = Date()
     }
 
+    /// Where this model's references look their targets up when the remembered instance is gone:
+    /// its own context; the current context if it has never been in one; nowhere once its context
+    /// was destroyed or it was removed (a released model must not pick up unrelated instances).
+    var lookupContext: ModelContext? {
+        if let context { return context }
+        return metadata.membership == .unmanaged ? ModelContext.current : nil
+    }
+
     /// Whether a reference to this model should resolve: it is in a context, or it has never been
     /// put in one (a context-free or not yet registered model the app holds). A model removed from
     /// its context, or whose context was destroyed, is not live.

@@ -22,8 +22,11 @@ import Foundation
 public struct ModelArray<Element: Model> {
     @usableFromInline var references: [ModelRef<Element>]
     /// The context in which elements are resolved; set by the owning model when it hands the array
-    /// out. `nil` means the current context.
+    /// out. `nil` means the current context, unless `detached`.
     weak var context: ModelContext?
+    /// Set when the owning model's context was destroyed or the owner was removed: elements then
+    /// resolve only to their remembered, still-live instances.
+    var detached = false
 
     /// Creates an empty array.
     public init() {
@@ -44,7 +47,13 @@ public struct ModelArray<Element: Model> {
     public var models: [Element] { Array(self) }
 
     func resolve(at raw: Int) -> Element? {
-        references[raw].target(in: context)
+        references[raw].target(lookupIn: detached ? nil : (context ?? .current))
+    }
+
+    /// Prepares the array to resolve its elements where its owner's references resolve.
+    mutating func attach(context: ModelContext?, detached: Bool) {
+        self.context = context
+        self.detached = detached
     }
 
     /// Adds every element that has never been in a context to this array's context.

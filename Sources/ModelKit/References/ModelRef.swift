@@ -48,15 +48,17 @@ public struct ModelRef<Target: Model> {
     ///
     /// - Complexity: O(1).
     public func resolve(in context: ModelContext? = nil) -> Target? {
-        target(in: context)
+        target(lookupIn: context ?? .current)
     }
 
-    func target(in context: ModelContext?) -> Target? {
+    /// The remembered instance if it is live, else the model with this id in `context`; with no
+    /// context, only the remembered instance.
+    func target(lookupIn context: ModelContext?) -> Target? {
         guard let id else { return nil }
         if let cached, cached.storage.isLive, cached.storage.metadata.modelId == id {
             return cached
         }
-        return (context ?? ModelContext.current).model(Target.self, modelId: id)
+        return context?.model(Target.self, modelId: id)
     }
 
     /// Whether the reference is empty (it was never set, or was set to `nil`).

@@ -70,7 +70,7 @@ final class GraphWriter {
 
     private func encode(_ model: some Model, index: Int) throws -> ModelValue {
         let name = ModelRegistry.name(of: type(of: model))
-        ownerContext = model.storage.context
+        ownerContext = model.storage.lookupContext
         let properties: ModelValue
         do {
             properties = try encodeProperties(model.storage.values)
@@ -123,7 +123,7 @@ extension SerializationError {
 extension ModelRef: GraphEncodable {
     func encodePointers(with writer: GraphWriter) throws -> ModelValue {
         writer.noteReference()
-        guard let target = target(in: writer.ownerContext) else { return .null }
+        guard let target = target(lookupIn: writer.ownerContext) else { return .null }
         return try writer.pointer(to: target)
     }
 }
@@ -134,7 +134,7 @@ extension ModelArray: GraphEncodable {
         var pointers: [ModelValue] = []
         pointers.reserveCapacity(references.count)
         for raw in references.indices {
-            guard let target = references[raw].target(in: writer.ownerContext) else { continue }
+            guard let target = references[raw].target(lookupIn: writer.ownerContext) else { continue }
             pointers.append(try writer.pointer(to: target))
         }
         return .array(pointers)

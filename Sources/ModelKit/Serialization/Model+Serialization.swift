@@ -33,7 +33,8 @@ extension Model {
     ///
     /// ```swift
     /// let data = try post.jsonData(options: .prettyPrinted)
-    /// let copy = try Post.instance(fromJSON: data, in: ModelContext())
+    /// let archive = ModelContext()                  // keep the context: it owns what is loaded
+    /// let copy = try Post.instance(fromJSON: data, in: archive)
     /// ```
     ///
     /// - Throws: ``SerializationError``, as ``serialize(as:)``.

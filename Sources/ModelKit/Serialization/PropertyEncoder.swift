@@ -53,8 +53,12 @@ struct IndexKey: CodingKey {
     }
 }
 
-/// Renders a coding path as `properties.tags[2].name`.
+/// Renders a coding path as `properties.tags[2].name`. Very long paths (from runaway nesting) keep
+/// their first and last components around a count of the ones left out.
 func describe(_ path: [any CodingKey]) -> String {
+    if path.count > 24 {
+        return describe(Array(path.prefix(12))) + ".…(\(path.count - 18) more)…." + describe(Array(path.suffix(6)))
+    }
     var text = ""
     for key in path {
         if let index = key.intValue, key is IndexKey {

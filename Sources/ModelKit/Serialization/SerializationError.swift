@@ -4,7 +4,7 @@
 /// do {
 ///     let author = try Author.instance(fromJSON: data)
 /// } catch let error as SerializationError where error.code == .unknownModel {
-///     print(error.modelIndex, error.found)    // 3, "\"Autor\""
+///     print(error.modelIndex ?? -1, error.found)    // 3 "Autor" (with the quotes)
 /// } catch SerializationError.Code.danglingPointer {
 ///     // `~=` matches an error against a code
 /// }
