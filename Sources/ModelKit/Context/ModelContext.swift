@@ -25,7 +25,8 @@ import Foundation
 public final class ModelContext: @unchecked Sendable {
     struct Registry {
         var models: [ModelID: any Model] = [:]
-        var objectIds: [ObjectKey: ModelID] = [:]
+        /// Models by type and object id (the models themselves: one hash lookup, not two).
+        var objectIds: [ObjectKey: any Model] = [:]
     }
 
     struct ObjectKey: Hashable {
@@ -92,7 +93,17 @@ public final class ModelContext: @unchecked Sendable {
     ///
     /// - Complexity: O(1).
     public func model<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
-        registry.withLock { $0.models[modelId] } as? M
+        Self.cast(registry.withLock { $0.models[modelId] }, to: M.self)
+    }
+
+    /// `model as? M`, with a fast path for the usual case of a final model class.
+    @inline(__always)
+    static func cast<M: Model>(_ model: (any Model)?, to type: M.Type) -> M? {
+        guard let model else { return nil }
+        if ObjectIdentifier(Swift.type(of: model)) == ObjectIdentifier(M.self) {
+            return unsafeDowncast(model as AnyObject, to: M.self)
+        }
+        return model as? M
     }
 
     /// The model of type `type` whose ``Model/objectId`` is `objectId`, or `nil`.
@@ -100,9 +111,7 @@ public final class ModelContext: @unchecked Sendable {
     /// - Complexity: O(1) (average, hashing `objectId`).
     public func model<M: Model>(_ type: M.Type, objectId: String) -> M? {
         let key = ObjectKey(type: ObjectIdentifier(type), objectId: objectId)
-        return registry.withLock { registry in
-            registry.objectIds[key].flatMap { registry.models[$0] }
-        } as? M
+        return Self.cast(registry.withLock { $0.objectIds[key] }, to: M.self)
     }
 
     /// Adds `model` to the context, taking it out of the context it was in.
@@ -121,11 +130,9 @@ public final class ModelContext: @unchecked Sendable {
         let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
         let existing: (any Model)? = registry.withLock { registry in
             if let existing = registry.models[id] { return existing }
-            if let objectKey, let otherId = registry.objectIds[objectKey], let existing = registry.models[otherId] {
-                return existing
-            }
+            if let objectKey, let existing = registry.objectIds[objectKey] { return existing }
             registry.models[id] = model
-            if let objectKey { registry.objectIds[objectKey] = id }
+            if let objectKey { registry.objectIds[objectKey] = model }
             return nil
         }
         if let existing {
@@ -151,7 +158,7 @@ public final class ModelContext: @unchecked Sendable {
             registry.models[id] = nil
             if let objectId = model.storage.metadata.objectId {
                 let key = ObjectKey(type: ObjectIdentifier(M.self), objectId: objectId)
-                if registry.objectIds[key] == id { registry.objectIds[key] = nil }
+                if registry.objectIds[key] === model { registry.objectIds[key] = nil }
             }
             return true
         }
@@ -184,10 +191,10 @@ public final class ModelContext: @unchecked Sendable {
         let new = model.storage.metadata.objectId
         registry.withLock { registry in
             guard registry.models[id] === model else { return }
-            if let old, registry.objectIds[ObjectKey(type: type, objectId: old)] == id {
+            if let old, registry.objectIds[ObjectKey(type: type, objectId: old)] === model {
                 registry.objectIds[ObjectKey(type: type, objectId: old)] = nil
             }
-            if let new { registry.objectIds[ObjectKey(type: type, objectId: new)] = id }
+            if let new { registry.objectIds[ObjectKey(type: type, objectId: new)] = model }
         }
     }
 }

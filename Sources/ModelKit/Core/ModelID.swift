@@ -102,19 +102,19 @@ extension ModelID: LosslessStringConvertible, CustomStringConvertible {
 
     /// The `8-4-4-4-12` uppercase hexadecimal form, as `UUID.uuidString` writes it.
     public var description: String {
-        let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
+        let hex: StaticString = "0123456789ABCDEF"
+        let high = high, low = low
         return String(unsafeUninitializedCapacity: 36) { buffer in
             var position = 0
-            for (word, range) in [(high, 0..<16), (low, 16..<32)] {
-                for digit in range {
-                    if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
-                        buffer[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    let shift = UInt64(60 - 4 * (digit % 16))
-                    buffer[position] = hex[Int((word >> shift) & 0xF)]
+            for digit in 0..<32 {
+                if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
+                    buffer[position] = UInt8(ascii: "-")
                     position += 1
                 }
+                let word = digit < 16 ? high : low
+                let shift = UInt64(60 - 4 * (digit % 16))
+                buffer[position] = hex.utf8Start[Int((word >> shift) & 0xF)]
+                position += 1
             }
             return position
         }

@@ -16,25 +16,65 @@ enum ISODate {
 
     /// The ISO text for `date` in UTC, or `nil` when the date is not finite or too far out.
     static func string(from date: Date) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        guard append(date, to: &bytes) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the ISO text for `date` to `bytes`; returns `false` (appending nothing) when the
+    /// date is not finite or too far out.
+    static func append(_ date: Date, to bytes: inout [UInt8]) -> Bool {
         let seconds = date.timeIntervalSinceReferenceDate
-        guard seconds.isFinite, let (whole, fraction) = split(seconds), abs(whole) <= maximumSeconds else { return nil }
+        guard seconds.isFinite, let (whole, fraction) = split(seconds), abs(whole) <= maximumSeconds else { return false }
         let since1970 = whole + referenceOffset
         let days = since1970.floorDivided(by: 86_400)
-        let secondOfDay = Int(since1970 - days * 86_400)
+        let secondOfDay = since1970 - days * 86_400
         let (year, month, day) = civil(fromDays: days)
-        var text = ""
-        text.reserveCapacity(32)
         if year < 0 {
-            text += "-" + pad(-year, 4)
-        } else if year > 9999 {
-            text += "+" + String(year)
+            bytes.append(UInt8(ascii: "-"))
+            appendPadded(-year, width: 4, to: &bytes)
         } else {
-            text += pad(year, 4)
+            if year > 9999 { bytes.append(UInt8(ascii: "+")) }
+            appendPadded(year, width: 4, to: &bytes)
         }
-        text += "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
-        text += pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        if !fraction.isEmpty { text += "." + fraction }
-        return text + "Z"
+        bytes.append(UInt8(ascii: "-"))
+        appendPadded(Int64(month), width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        appendPadded(Int64(day), width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "T"))
+        appendPadded(secondOfDay / 3600, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendPadded(secondOfDay / 60 % 60, width: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendPadded(secondOfDay % 60, width: 2, to: &bytes)
+        if !fraction.isEmpty {
+            bytes.append(UInt8(ascii: "."))
+            bytes.append(contentsOf: fraction.utf8)
+        }
+        bytes.append(UInt8(ascii: "Z"))
+        return true
+    }
+
+    /// Appends the decimal digits of `value` (not negative), with leading zeros up to `width`.
+    private static func appendPadded(_ value: Int64, width: Int, to bytes: inout [UInt8]) {
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8
+            ) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var count = 0
+            var rest = value
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0 && count < buffer.count
+            for _ in count..<max(count, width) { bytes.append(UInt8(ascii: "0")) }
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
     }
 
     /// Parses ISO 8601 text: `[±]YYYY-MM-DD(T| )HH:MM:SS[.fraction][Z|±HH:MM|±HHMM| ±HHMM]`.
@@ -89,7 +129,25 @@ enum ISODate {
     /// Splits `value` into floor(value) and the decimal digits of value - floor(value), using the
     /// shortest text that round-trips.
     private static func split(_ value: Double) -> (Int64, String)? {
-        var text = Array(value.description.utf8)
+        var description = value.description
+        // Fast path: "123.45" (not negative, no exponent), the form of almost every real date.
+        let fast: (Int64, String)?? = description.withUTF8 { utf8 in
+            guard let first = utf8.first, first != UInt8(ascii: "-"), !utf8.contains(UInt8(ascii: "e")) else { return nil }
+            var whole: Int64 = 0
+            var index = 0
+            while index < utf8.count, utf8[index] != UInt8(ascii: ".") {
+                guard index < 18 else { return .some(nil) }
+                whole = whole * 10 + Int64(utf8[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
+            var end = utf8.count
+            while end > index + 1, utf8[end - 1] == UInt8(ascii: "0") { end -= 1 }
+            let fraction =
+                end > index + 1 ? String(decoding: UnsafeBufferPointer(rebasing: utf8[(index + 1)..<end]), as: UTF8.self) : ""
+            return (whole, fraction)
+        }
+        if let fast { return fast }
+        var text = Array(description.utf8)
         var negative = false
         if text.first == UInt8(ascii: "-") {
             negative = true
@@ -136,11 +194,6 @@ enum ISODate {
         var result = digits.map { UInt8(ascii: "9") - ($0 - UInt8(ascii: "0")) }
         result[result.count - 1] += 1
         return result
-    }
-
-    private static func pad(_ value: some BinaryInteger, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }
 
     private static func isLeap(_ year: Int64) -> Bool {

@@ -40,7 +40,9 @@ extension Model {
     /// - Throws: ``SerializationError``, as ``serialize(as:)``.
     /// - Complexity: O(n) in the size of the output.
     public func jsonData(options: ModelValue.JSONWritingOptions = []) throws -> Data {
-        try serialize(as: .json).jsonData(options: options)
+        // The JSON writer turns native dates and data into their `__type` objects as it writes, so
+        // the property-list tree gives the same text without building those objects first.
+        try serialize(as: .propertyList).jsonData(options: options)
     }
 
     /// Rebuilds a serialized graph and returns its first model (the seed's

@@ -87,7 +87,18 @@ struct JSONTextWriter {
                 write(ModelValue.jsonNumber(number), indent: indent)
             }
         case .string(let text): writeString(text)
-        case .date(let date): write(ModelValue.jsonDate(date), indent: indent)
+        case .date(let date):
+            // Written directly (the same text as the `__type` object) unless pretty-printing.
+            if !pretty {
+                let start = bytes.count
+                bytes.append(contentsOf: #"{"__type":"Date","iso":""#.utf8)
+                if ISODate.append(date, to: &bytes) {
+                    bytes.append(contentsOf: #""}"#.utf8)
+                    return
+                }
+                bytes.removeSubrange(start...)
+            }
+            write(ModelValue.jsonDate(date), indent: indent)
         case .data(let data): write(ModelValue.jsonBytes(data), indent: indent)
         case .array(let elements):
             guard !elements.isEmpty else { return append("[]") }
@@ -126,23 +137,34 @@ struct JSONTextWriter {
     }
 
     mutating func writeString(_ text: String) {
-        let hex = Array("0123456789abcdef".utf8)
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default: bytes.append(byte)
+        var text = text
+        text.withUTF8 { utf8 in
+            bytes.append(UInt8(ascii: "\""))
+            // Copy runs of bytes that need no escaping in one go; escape the rest one by one.
+            var runStart = 0
+            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                appendEscaped(byte)
+                runStart = index + 1
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendEscaped(_ byte: UInt8) {
+        let hex: StaticString = "0123456789abcdef"
+        switch byte {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        default:
+            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+            bytes.append(hex.utf8Start[Int(byte >> 4)])
+            bytes.append(hex.utf8Start[Int(byte & 0xF)])
+        }
     }
 }
 
@@ -325,6 +347,11 @@ struct JSONTextReader {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+                // ASCII is always valid UTF-8: most keys, ids and dates skip validation.
+                if slice.allSatisfy({ $0 < 0x80 }) {
+                    position += 1
+                    return String(decoding: slice, as: UTF8.self)
+                }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     position = start
                     throw invalidUTF8(in: slice)

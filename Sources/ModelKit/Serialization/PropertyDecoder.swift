@@ -58,29 +58,31 @@ final class PropertyDecoder: Decoder {
         }
     }
 
-    func mismatch(expected: String, found value: ModelValue, at path: [any CodingKey]) -> SerializationError {
-        SerializationError(.typeMismatch, path: describe(path), expected: expected, found: value.kindDescription)
+    func mismatch(expected: String, found value: ModelValue, at path: @autoclosure () -> [any CodingKey]) -> SerializationError {
+        SerializationError(.typeMismatch, path: describe(path()), expected: expected, found: value.kindDescription)
     }
 
-    func bool(_ value: ModelValue, at path: [any CodingKey]) throws -> Bool {
+    func bool(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Bool {
         switch value {
         case .bool(let flag): return flag
         // ModelKit for Objective-C wrote booleans as 0 and 1.
         case .int(0): return false
         case .int(1): return true
-        default: throw mismatch(expected: "Bool", found: value, at: path)
+        default: throw mismatch(expected: "Bool", found: value, at: path())
         }
     }
 
-    func string(_ value: ModelValue, at path: [any CodingKey]) throws -> String {
-        guard case .string(let text) = value else { throw mismatch(expected: "String", found: value, at: path) }
+    func string(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> String {
+        guard case .string(let text) = value else { throw mismatch(expected: "String", found: value, at: path()) }
         return text
     }
 
-    func integer<I: FixedWidthInteger>(_ value: ModelValue, as type: I.Type, at path: [any CodingKey]) throws -> I {
+    func integer<I: FixedWidthInteger>(_ value: ModelValue, as type: I.Type, at path: @autoclosure () -> [any CodingKey]) throws
+        -> I
+    {
         func outOfRange(_ shown: String) -> SerializationError {
             SerializationError(
-                .numberOutOfRange, path: describe(path), expected: "\(I.self) (\(I.min)...\(I.max))", found: "number \(shown)")
+                .numberOutOfRange, path: describe(path()), expected: "\(I.self) (\(I.min)...\(I.max))", found: "number \(shown)")
         }
         switch value {
         case .int(let number):
@@ -92,13 +94,13 @@ final class PropertyDecoder: Decoder {
         case .double(let number):
             if let result = I(exactly: number) { return result }
             if number.isFinite, number == number.rounded() { throw outOfRange("\(number)") }
-            throw mismatch(expected: "\(I.self) (a whole number)", found: value, at: path)
+            throw mismatch(expected: "\(I.self) (a whole number)", found: value, at: path())
         default:
-            throw mismatch(expected: "\(I.self)", found: value, at: path)
+            throw mismatch(expected: "\(I.self)", found: value, at: path())
         }
     }
 
-    func double(_ value: ModelValue, at path: [any CodingKey]) throws -> Double {
+    func double(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch value {
         case .double(let number): return number
         case .int(let number): return Double(number)
@@ -110,80 +112,80 @@ final class PropertyDecoder: Decoder {
             case "-inf": return -.infinity
             default:
                 throw SerializationError(
-                    .invalidValue, path: describe(path), expected: "\"nan\", \"inf\" or \"-inf\" in a Double object",
+                    .invalidValue, path: describe(path()), expected: "\"nan\", \"inf\" or \"-inf\" in a Double object",
                     found: object["value"]?.kindDescription ?? "nothing")
             }
         default:
-            throw mismatch(expected: "Double", found: value, at: path)
+            throw mismatch(expected: "Double", found: value, at: path())
         }
     }
 
-    func float(_ value: ModelValue, at path: [any CodingKey]) throws -> Float {
-        let number = try double(value, at: path)
+    func float(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Float {
+        let number = try double(value, at: path())
         let result = Float(number)
         if number.isFinite, !result.isFinite {
             throw SerializationError(
-                .numberOutOfRange, path: describe(path), expected: "Float (magnitude up to \(Float.greatestFiniteMagnitude))",
+                .numberOutOfRange, path: describe(path()), expected: "Float (magnitude up to \(Float.greatestFiniteMagnitude))",
                 found: "number \(number)")
         }
         return result
     }
 
-    func date(_ value: ModelValue, at path: [any CodingKey]) throws -> Date {
+    func date(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Date {
         switch value {
         case .date(let date): return date
         case .string(let text):
             guard let date = ISODate.date(from: text) else {
                 throw SerializationError(
-                    .invalidValue, path: describe(path), expected: "an ISO 8601 date", found: value.kindDescription)
+                    .invalidValue, path: describe(path()), expected: "an ISO 8601 date", found: value.kindDescription)
             }
             return date
         case .object(let object) where object["__type"] == "Date":
-            if let iso = object["iso"] { return try date(iso, at: path) }
+            if let iso = object["iso"] { return try date(iso, at: path()) }
             if let seconds = object["referenceSeconds"] {
-                return Date(timeIntervalSinceReferenceDate: try double(seconds, at: path))
+                return Date(timeIntervalSinceReferenceDate: try double(seconds, at: path()))
             }
             throw SerializationError(
-                .valueNotFound, path: describe(path), expected: "\"iso\" in a Date object", found: "no \"iso\" key")
+                .valueNotFound, path: describe(path()), expected: "\"iso\" in a Date object", found: "no \"iso\" key")
         default:
-            throw mismatch(expected: "a date", found: value, at: path)
+            throw mismatch(expected: "a date", found: value, at: path())
         }
     }
 
-    func data(_ value: ModelValue, at path: [any CodingKey]) throws -> Data {
+    func data(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Data {
         switch value {
         case .data(let data): return data
         case .object(let object) where object["__type"] == "Bytes":
             guard case .string(let text)? = object["base64"] else {
                 throw SerializationError(
-                    .valueNotFound, path: describe(path), expected: "a \"base64\" string in a Bytes object",
+                    .valueNotFound, path: describe(path()), expected: "a \"base64\" string in a Bytes object",
                     found: object["base64"]?.kindDescription ?? "no \"base64\" key")
             }
             guard let data = Data(base64Encoded: text) else {
                 throw SerializationError(
-                    .invalidValue, path: describe(path), expected: "base64 text", found: value.kindDescription)
+                    .invalidValue, path: describe(path()), expected: "base64 text", found: value.kindDescription)
             }
             return data
         default:
-            throw mismatch(expected: "data", found: value, at: path)
+            throw mismatch(expected: "data", found: value, at: path())
         }
     }
 
-    func url(_ value: ModelValue, at path: [any CodingKey]) throws -> URL {
-        let text = try string(value, at: path)
+    func url(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> URL {
+        let text = try string(value, at: path())
         guard let url = URL(string: text) else {
-            throw SerializationError(.invalidValue, path: describe(path), expected: "a URL", found: value.kindDescription)
+            throw SerializationError(.invalidValue, path: describe(path()), expected: "a URL", found: value.kindDescription)
         }
         return url
     }
 
-    func geoPoint(_ value: ModelValue, at path: [any CodingKey]) throws -> GeoPoint {
+    func geoPoint(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> GeoPoint {
         guard case .object(let object) = value, let latitude = object["latitude"], let longitude = object["longitude"] else {
-            throw mismatch(expected: "a GeoPoint object with latitude and longitude", found: value, at: path)
+            throw mismatch(expected: "a GeoPoint object with latitude and longitude", found: value, at: path())
         }
         return GeoPoint(
-            latitude: try double(latitude, at: path + [IndexKey(stringValue: "latitude")]),
-            longitude: try double(longitude, at: path + [IndexKey(stringValue: "longitude")]))
+            latitude: try double(latitude, at: path() + [IndexKey(stringValue: "latitude")]),
+            longitude: try double(longitude, at: path() + [IndexKey(stringValue: "longitude")]))
     }
 
     func unbox<T: Decodable>(_ value: ModelValue, defaults: ModelValue?, as type: T.Type, at path: [any CodingKey]) throws -> T {
@@ -193,6 +195,9 @@ final class PropertyDecoder: Decoder {
         if T.self == Double.self { return try double(value, at: path) as! T }
         if T.self == Float.self { return try float(value, at: path) as! T }
         if T.self == GeoPoint.self { return try geoPoint(value, at: path) as! T }
+        if T.self == [String].self { return try elements(value, at: path, string) as! T }
+        if T.self == [Int].self { return try elements(value, at: path) { try integer($0, as: Int.self, at: $1()) } as! T }
+        if T.self == [Double].self { return try elements(value, at: path, double) as! T }
         if let reference = T.self as? any GraphDecodable.Type {
             return try reference.decodeReference(from: value, reader: reader, path: path) as! T
         }
@@ -204,6 +209,20 @@ final class PropertyDecoder: Decoder {
         }
         let nested = PropertyDecoder(value: value, defaults: defaults, reader: reader, codingPath: path, depth: depth + 1)
         return try T(from: nested)
+    }
+
+    /// Decodes every element of an array value with `read`, without a nested decoder.
+    private func elements<Element>(
+        _ value: ModelValue, at path: [any CodingKey],
+        _ read: (ModelValue, @autoclosure () -> [any CodingKey]) throws -> Element
+    ) throws -> [Element] {
+        guard case .array(let array) = value else { throw mismatch(expected: "an array", found: value, at: path) }
+        var result: [Element] = []
+        result.reserveCapacity(array.count)
+        for (index, element) in array.enumerated() {
+            result.append(try read(element, path + [IndexKey(intValue: index)]))
+        }
+        return result
     }
 
     // MARK: Containers
@@ -324,10 +343,18 @@ final class PropertyDecoder: Decoder {
             return true
         }
 
-        mutating func decode(_ type: Bool.Type) throws -> Bool { let decoder = decoder; return try advance(decoder.bool) }
-        mutating func decode(_ type: String.Type) throws -> String { let decoder = decoder; return try advance(decoder.string) }
-        mutating func decode(_ type: Double.Type) throws -> Double { let decoder = decoder; return try advance(decoder.double) }
-        mutating func decode(_ type: Float.Type) throws -> Float { let decoder = decoder; return try advance(decoder.float) }
+        mutating func decode(_ type: Bool.Type) throws -> Bool {
+            let decoder = decoder; return try advance { try decoder.bool($0, at: $1) }
+        }
+        mutating func decode(_ type: String.Type) throws -> String {
+            let decoder = decoder; return try advance { try decoder.string($0, at: $1) }
+        }
+        mutating func decode(_ type: Double.Type) throws -> Double {
+            let decoder = decoder; return try advance { try decoder.double($0, at: $1) }
+        }
+        mutating func decode(_ type: Float.Type) throws -> Float {
+            let decoder = decoder; return try advance { try decoder.float($0, at: $1) }
+        }
         mutating func decode(_ type: Int.Type) throws -> Int { try integer() }
         mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer() }
         mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer() }

@@ -136,6 +136,10 @@ final class PropertyEncoder: Encoder {
                         ("__type", "GeoPoint"), ("latitude", number(point.latitude)), ("longitude", number(point.longitude)),
                     ])))
         }
+        // Arrays of strings and numbers are common (tags, scores): write them without a nested encoder.
+        if T.self == [String].self { return .value(.array((value as! [String]).map(ModelValue.string))) }
+        if T.self == [Int].self { return .value(.array((value as! [Int]).map { .int(Int64($0)) })) }
+        if T.self == [Double].self { return .value(.array((value as! [Double]).map(number))) }
         if let reference = value as? any GraphEncodable {
             do {
                 return .value(try reference.encodePointers(with: writer))
