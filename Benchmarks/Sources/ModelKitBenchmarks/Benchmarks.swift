@@ -11,14 +11,16 @@ struct BenchmarkResult {
     var rows: [(subject: String, seconds: Double)]
     var notes: [String] = []
 
-    /// Times `subjects` (ModelKit first, then its peers) and `phases` (parts of ModelKit's work,
-    /// reported in a note rather than as rows), all interleaved.
-    init(timing subjects: [Subject], phases: [Subject] = [], notes: [String] = [], session: inout Session) throws {
-        let medians = try measure(subjects + phases, session: &session)
+    /// Times `subjects` (ModelKit first, then its peers) and `extras` (parts of ModelKit's work,
+    /// or variants of a peer), all interleaved. Extras are reported in notes, not as rows, with
+    /// their time as a multiple of ModelKit's.
+    init(timing subjects: [Subject], extras: [Subject] = [], notes: [String] = [], session: inout Session) throws {
+        let medians = try measure(subjects + extras, session: &session)
         rows = zip(subjects, medians).map { ($0.name, $1) }
-        if !phases.isEmpty {
-            let times = zip(phases, medians[subjects.count...]).map { "\($0.name) \(fixed($1, 6)) s" }
-            self.notes.append("ModelKit phases: " + times.joined(separator: ", "))
+        let base = medians[0]
+        for (extra, time) in zip(extras, medians[subjects.count...]) {
+            let share = base > 0 ? " (\(fixed(time / base, 2)) x ModelKit)" : ""
+            self.notes.append("also timed: \(extra.name): \(fixed(time, 6)) s" + share)
         }
         self.notes += notes
     }

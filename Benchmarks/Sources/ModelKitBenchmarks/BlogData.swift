@@ -88,11 +88,13 @@ func buildModelKitBlog(_ data: BlogData, in context: ModelContext) -> BenchBlog 
 
 /// Creates the blog as plain objects, registered by id in a dictionary. This is the timed body
 /// of the peer of "create".
-func buildPlainObjectGraph(_ data: BlogData) -> PlainObjectGraph {
+///
+/// - Parameter counterIds: Gives the objects ids made from a counter instead of `UUID()`.
+func buildPlainObjectGraph(_ data: BlogData, counterIds: Bool = false) -> PlainObjectGraph {
     let graph = PlainObjectGraph()
     graph.authors.reserveCapacity(data.authorCount)
     for a in 0..<data.authorCount {
-        let author = PlainAuthorObject()
+        let author = counterIds ? PlainAuthorObject(id: counterUUID(a)) : PlainAuthorObject()
         author.name = data.authorNames[a]
         author.email = data.authorEmails[a]
         author.age = data.authorAges[a]
@@ -101,7 +103,7 @@ func buildPlainObjectGraph(_ data: BlogData) -> PlainObjectGraph {
     }
     graph.posts.reserveCapacity(data.n)
     for i in 0..<data.n {
-        let post = PlainPostObject()
+        let post = counterIds ? PlainPostObject(id: counterUUID(data.authorCount + i)) : PlainPostObject()
         post.title = data.titles[i]
         post.body = data.bodies[i]
         post.publishedAt = data.dates[i]

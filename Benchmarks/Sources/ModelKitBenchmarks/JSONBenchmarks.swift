@@ -16,13 +16,13 @@ extension Benchmarks {
         let jsonEncoder = Subject("JSONEncoder", body: { try encoder.encode(plainBlog) }, verify: \.count)
         // The two phases of jsonData(): the graph walk into a value tree, and the tree to text.
         let walk = Subject(
-            "serialize(as: .json)",
+            "phase serialize(as: .json)",
             body: { try blog.serialize(as: .json) },
             verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "serialized models") })
-        let text = Subject("ModelValue.jsonData()", body: { value.jsonData() }, verify: \.count)
+        let text = Subject("phase ModelValue.jsonData()", body: { value.jsonData() }, verify: \.count)
 
         let sizes = "output: ModelKit \(megabytes(value.jsonData().count)), JSONEncoder \(megabytes(try encoder.encode(plainBlog).count))"
-        let result = try BenchmarkResult(timing: [modelKit, jsonEncoder], phases: [walk, text], notes: [sizes], session: &session)
+        let result = try BenchmarkResult(timing: [modelKit, jsonEncoder], extras: [walk, text], notes: [sizes], session: &session)
         blackHole(context)
         return result
     }
@@ -54,17 +54,17 @@ extension Benchmarks {
         // The two phases of instance(fromJSON:): parsing the text into a value tree, and reading
         // the graph from the tree.
         let parse = Subject(
-            "ModelValue(json:)",
+            "phase ModelValue(json:)",
             body: { try ModelValue(json: json) },
             verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "parsed models") })
         let read = Subject(
-            "instance(from:in:)",
+            "phase instance(from:in:)",
             setup: { ModelContext() },
             body: { context in try BenchBlog.instance(from: value, in: context) },
             verify: { blog in try expect(blog.modelContext?.count ?? 0, models, "models in the context") })
 
         let sizes = "input: ModelKit \(megabytes(json.count)), JSONDecoder \(megabytes(plainJSON.count))"
-        return try BenchmarkResult(timing: [modelKit, jsonDecoder], phases: [parse, read], notes: [sizes], session: &session)
+        return try BenchmarkResult(timing: [modelKit, jsonDecoder], extras: [parse, read], notes: [sizes], session: &session)
     }
 }
 

@@ -1,12 +1,14 @@
-import Synchronization
+import Foundation
 
-/// State guarded by a mutex.
+/// State guarded by a lock.
 ///
-/// `Mutex` alone would require everything returned from its critical sections to be `sending`,
-/// which the model instances a context hands out are not: they stay reachable from the context.
-/// This wrapper keeps the state in the class and only uses the mutex for mutual exclusion.
+/// `Synchronization.Mutex` would require everything returned from its critical sections to be
+/// `sending`, which the model instances a context hands out are not: they stay reachable from the
+/// context. It is also invisible to ThreadSanitizer on Linux (a futex it does not model), which
+/// then reports every guarded access as a race. `NSLock` is a pthread mutex there, so the
+/// sanitizer can check the locking of contexts and the registry.
 final class Locked<State>: @unchecked Sendable {
-    private let mutex = Mutex(())
+    private let lock = NSLock()
     private var state: State
 
     init(_ state: State) {
@@ -16,6 +18,8 @@ final class Locked<State>: @unchecked Sendable {
     /// Runs `body` with exclusive access to the state. `body` must not call back into code that
     /// takes the same lock (it is not recursive) nor call out to user code.
     func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        try mutex.withLock { _ in try body(&state) }
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
     }
 }
