@@ -28,12 +28,8 @@ extension Model {
     /// - Complexity: O(1).
     public static func instance(objectId: String, in context: ModelContext? = nil) -> Self {
         let context = context ?? .current
-        if let existing = context.model(Self.self, objectId: objectId) { return existing }
-        let model = Self()
-        model.storage.metadata.objectId = objectId
-        model.storage.metadata.state = .needsData
-        guard !(model is any ContextFreeModel) else { return model }
-        return context.insert(model)
+        return context.model(Self.self, objectId: objectId)
+            ?? placeholder(in: context) { $0.storage.metadata.objectId = objectId }
     }
 
     /// Returns the model with `modelId` from `context` (the current context when `nil`), or
@@ -42,9 +38,16 @@ extension Model {
     /// - Complexity: O(1).
     public static func instance(modelId: ModelID, in context: ModelContext? = nil) -> Self {
         let context = context ?? .current
-        if let existing = context.model(Self.self, modelId: modelId) { return existing }
+        return context.model(Self.self, modelId: modelId)
+            ?? placeholder(in: context) { $0.storage.metadata.modelId = modelId }
+    }
+
+    /// A new model in state ``ModelState/needsData``, given its id by `identify`, and registered in
+    /// `context` unless the type is context-free. If another thread registered the same id first,
+    /// `insert` returns that instance instead, so callers always share one.
+    private static func placeholder(in context: ModelContext, identify: (Self) -> Void) -> Self {
         let model = Self()
-        model.storage.metadata.modelId = modelId
+        identify(model)
         model.storage.metadata.state = .needsData
         guard !(model is any ContextFreeModel) else { return model }
         return context.insert(model)
