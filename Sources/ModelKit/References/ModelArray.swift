@@ -114,7 +114,8 @@ extension ModelArray: RangeReplaceableCollection {
     /// - Complexity: O(n + m), as `Array.replaceSubrange`; appending is amortized O(1).
     public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Index>, with newElements: C)
     where C.Element == Element {
-        references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.map { ModelRef($0) })
+        // Lazily mapped: appending one model must not allocate an intermediate array.
+        references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
         if let context {
             for model in newElements where model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel) {
                 context.insert(model)
