@@ -117,7 +117,10 @@ struct ModelTests {
         }
         try ModelRegistry.register(Author.self)
         try ModelRegistry.register(Author.self)  // registering again is harmless
-        #expect(throws: ModelRegistryError.self) { try ModelRegistry.register(Impostor.self) }
+        let error = try #require(throws: ModelRegistryError.self) { try ModelRegistry.register(Impostor.self) }
+        #expect(error.name == "Author")
+        #expect(error.registered == "ModelKitTests.Author")
+        #expect(error.rejected.hasPrefix("ModelKitTests.") && error.rejected.hasSuffix("Impostor"))
         #expect(ModelRegistry.type(named: "Author") == Author.self)
     }
 

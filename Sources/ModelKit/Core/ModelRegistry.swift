@@ -34,7 +34,9 @@ public enum ModelRegistry {
                 return nil
             }
             if let conflict {
-                throw ModelRegistryError(name: name, registered: String(reflecting: conflict), rejected: String(reflecting: type))
+                // Module-qualified names, so that two types named alike in different modules can be told apart.
+                throw ModelRegistryError(
+                    name: name, registered: _typeName(conflict, qualified: true), rejected: _typeName(type, qualified: true))
             }
         }
     }
