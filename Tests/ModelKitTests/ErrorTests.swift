@@ -105,6 +105,19 @@ struct ErrorTests {
         #expect(malformed.path == "modelId")
     }
 
+    @Test("Header dates read like property dates, and their errors name the model and the key")
+    func headerDates() throws {
+        let error = try #require(
+            loadError(#"{"model": "Post", "modelId": "\#(Self.postId)", "createdAt": {"__type": "Date", "iso": "2012-02-30T00:00:00Z"}}"#))
+        #expect(error.code == .invalidValue)
+        #expect(error.modelIndex == 0)
+        #expect(error.modelName == "Post")
+        #expect(error.path == "createdAt")
+        let far = #"{"model": "Post", "modelId": "\#(Self.postId)", "updatedAt": {"__type": "Date", "referenceSeconds": 1e300}}"#
+        let post = try Post.instance(fromJSON: Data(far.utf8), in: ModelContext())
+        #expect(post.updatedAt == Date(timeIntervalSinceReferenceDate: 1e300))
+    }
+
     @Test("A root of the wrong type is a typed error")
     func wrongRoot() throws {
         let error = try #require(loadError(#"{"model": "Author", "modelId": "\#(Self.authorId)"}"#))

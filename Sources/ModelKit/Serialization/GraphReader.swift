@@ -273,22 +273,10 @@ final class GraphReader {
         }
         func date(_ key: String) throws -> Date? {
             guard let value = object[key], !PropertyDecoder.isNull(value) else { return nil }
-            switch value {
-            case .date(let date): return date
-            case .string(let text):
-                guard let date = ISODate.date(from: text) else { throw fail(.invalidValue, key, "an ISO 8601 date", name) }
-                return date
-            case .object(let dateObject) where dateObject["__type"] == "Date":
-                if case .string(let text)? = dateObject["iso"], let date = ISODate.date(from: text) { return date }
-                if let seconds = dateObject["referenceSeconds"], case .double(let value) = seconds {
-                    return Date(timeIntervalSinceReferenceDate: value)
-                }
-                if case .int(let value)? = dateObject["referenceSeconds"] {
-                    return Date(timeIntervalSinceReferenceDate: Double(value))
-                }
-                throw fail(.invalidValue, key, "a Date object with an ISO 8601 \"iso\" string", name)
-            default:
-                throw fail(.typeMismatch, key, "a date", name)
+            do {
+                return try PropertyDecoder.date(value, at: [IndexKey(stringValue: key)])
+            } catch let error as SerializationError {
+                throw error.located(modelIndex: index, modelName: name)
             }
         }
         let properties = object["properties"] ?? .object(ModelValue.Object())

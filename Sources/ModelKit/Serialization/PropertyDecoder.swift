@@ -29,7 +29,7 @@ final class PropertyDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let object) = value else {
-            throw mismatch(expected: "an object", found: value, at: codingPath)
+            throw Self.mismatch(expected: "an object", found: value, at: codingPath)
         }
         var defaultObject: ModelValue.Object?
         if case .object(let object)? = defaults { defaultObject = object }
@@ -39,7 +39,7 @@ final class PropertyDecoder: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard case .array(let array) = value else {
-            throw mismatch(expected: "an array", found: value, at: codingPath)
+            throw Self.mismatch(expected: "an array", found: value, at: codingPath)
         }
         return UnkeyedContainer(decoder: self, array: array, codingPath: codingPath)
     }
@@ -58,7 +58,9 @@ final class PropertyDecoder: Decoder {
         }
     }
 
-    func mismatch(expected: String, found value: ModelValue, at path: @autoclosure () -> [any CodingKey]) -> SerializationError {
+    static func mismatch(expected: String, found value: ModelValue, at path: @autoclosure () -> [any CodingKey])
+        -> SerializationError
+    {
         SerializationError(.typeMismatch, path: describe(path()), expected: expected, found: value.kindDescription)
     }
 
@@ -68,12 +70,12 @@ final class PropertyDecoder: Decoder {
         // ModelKit for Objective-C wrote booleans as 0 and 1.
         case .int(0): return false
         case .int(1): return true
-        default: throw mismatch(expected: "Bool", found: value, at: path())
+        default: throw Self.mismatch(expected: "Bool", found: value, at: path())
         }
     }
 
     func string(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> String {
-        guard case .string(let text) = value else { throw mismatch(expected: "String", found: value, at: path()) }
+        guard case .string(let text) = value else { throw Self.mismatch(expected: "String", found: value, at: path()) }
         return text
     }
 
@@ -94,13 +96,13 @@ final class PropertyDecoder: Decoder {
         case .double(let number):
             if let result = I(exactly: number) { return result }
             if number.isFinite, number == number.rounded() { throw outOfRange("\(number)") }
-            throw mismatch(expected: "\(I.self) (a whole number)", found: value, at: path())
+            throw Self.mismatch(expected: "\(I.self) (a whole number)", found: value, at: path())
         default:
-            throw mismatch(expected: "\(I.self)", found: value, at: path())
+            throw Self.mismatch(expected: "\(I.self)", found: value, at: path())
         }
     }
 
-    func double(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Double {
+    static func double(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch value {
         case .double(let number): return number
         case .int(let number): return Double(number)
@@ -116,12 +118,12 @@ final class PropertyDecoder: Decoder {
                     found: object["value"]?.kindDescription ?? "nothing")
             }
         default:
-            throw mismatch(expected: "Double", found: value, at: path())
+            throw Self.mismatch(expected: "Double", found: value, at: path())
         }
     }
 
     func float(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Float {
-        let number = try double(value, at: path())
+        let number = try Self.double(value, at: path())
         let result = Float(number)
         if number.isFinite, !result.isFinite {
             throw SerializationError(
@@ -131,7 +133,7 @@ final class PropertyDecoder: Decoder {
         return result
     }
 
-    func date(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Date {
+    static func date(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Date {
         switch value {
         case .date(let date): return date
         case .string(let text):
@@ -141,14 +143,14 @@ final class PropertyDecoder: Decoder {
             }
             return date
         case .object(let object) where object["__type"] == "Date":
-            if let iso = object["iso"] { return try date(iso, at: path()) }
+            if let iso = object["iso"] { return try Self.date(iso, at: path()) }
             if let seconds = object["referenceSeconds"] {
-                return Date(timeIntervalSinceReferenceDate: try double(seconds, at: path()))
+                return Date(timeIntervalSinceReferenceDate: try Self.double(seconds, at: path()))
             }
             throw SerializationError(
                 .valueNotFound, path: describe(path()), expected: "\"iso\" in a Date object", found: "no \"iso\" key")
         default:
-            throw mismatch(expected: "a date", found: value, at: path())
+            throw Self.mismatch(expected: "a date", found: value, at: path())
         }
     }
 
@@ -167,7 +169,7 @@ final class PropertyDecoder: Decoder {
             }
             return data
         default:
-            throw mismatch(expected: "data", found: value, at: path())
+            throw Self.mismatch(expected: "data", found: value, at: path())
         }
     }
 
@@ -181,23 +183,23 @@ final class PropertyDecoder: Decoder {
 
     func geoPoint(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> GeoPoint {
         guard case .object(let object) = value, let latitude = object["latitude"], let longitude = object["longitude"] else {
-            throw mismatch(expected: "a GeoPoint object with latitude and longitude", found: value, at: path())
+            throw Self.mismatch(expected: "a GeoPoint object with latitude and longitude", found: value, at: path())
         }
         return GeoPoint(
-            latitude: try double(latitude, at: path() + [IndexKey(stringValue: "latitude")]),
-            longitude: try double(longitude, at: path() + [IndexKey(stringValue: "longitude")]))
+            latitude: try Self.double(latitude, at: path() + [IndexKey(stringValue: "latitude")]),
+            longitude: try Self.double(longitude, at: path() + [IndexKey(stringValue: "longitude")]))
     }
 
     func unbox<T: Decodable>(_ value: ModelValue, defaults: ModelValue?, as type: T.Type, at path: [any CodingKey]) throws -> T {
-        if T.self == Date.self { return try date(value, at: path) as! T }
+        if T.self == Date.self { return try Self.date(value, at: path) as! T }
         if T.self == Data.self { return try data(value, at: path) as! T }
         if T.self == URL.self { return try url(value, at: path) as! T }
-        if T.self == Double.self { return try double(value, at: path) as! T }
+        if T.self == Double.self { return try Self.double(value, at: path) as! T }
         if T.self == Float.self { return try float(value, at: path) as! T }
         if T.self == GeoPoint.self { return try geoPoint(value, at: path) as! T }
         if T.self == [String].self { return try elements(value, at: path, string) as! T }
         if T.self == [Int].self { return try elements(value, at: path) { try integer($0, as: Int.self, at: $1()) } as! T }
-        if T.self == [Double].self { return try elements(value, at: path, double) as! T }
+        if T.self == [Double].self { return try elements(value, at: path, Self.double) as! T }
         if let reference = T.self as? any GraphDecodable.Type {
             return try reference.decodeReference(from: value, reader: reader, path: path) as! T
         }
@@ -216,7 +218,7 @@ final class PropertyDecoder: Decoder {
         _ value: ModelValue, at path: [any CodingKey],
         _ read: (ModelValue, @autoclosure () -> [any CodingKey]) throws -> Element
     ) throws -> [Element] {
-        guard case .array(let array) = value else { throw mismatch(expected: "an array", found: value, at: path) }
+        guard case .array(let array) = value else { throw Self.mismatch(expected: "an array", found: value, at: path) }
         var result: [Element] = []
         result.reserveCapacity(array.count)
         for (index, element) in array.enumerated() {
@@ -254,7 +256,9 @@ final class PropertyDecoder: Decoder {
         func decodeNil(forKey key: Key) throws -> Bool { PropertyDecoder.isNull(try entry(key).value) }
         func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder.bool(entry(key).value, at: path(key)) }
         func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder.string(entry(key).value, at: path(key)) }
-        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder.double(entry(key).value, at: path(key)) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+            try PropertyDecoder.double(entry(key).value, at: path(key))
+        }
         func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.float(entry(key).value, at: path(key)) }
         func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
         func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
@@ -350,7 +354,7 @@ final class PropertyDecoder: Decoder {
             let decoder = decoder; return try advance { try decoder.string($0, at: $1) }
         }
         mutating func decode(_ type: Double.Type) throws -> Double {
-            let decoder = decoder; return try advance { try decoder.double($0, at: $1) }
+            try advance { try PropertyDecoder.double($0, at: $1) }
         }
         mutating func decode(_ type: Float.Type) throws -> Float {
             let decoder = decoder; return try advance { try decoder.float($0, at: $1) }
@@ -414,7 +418,7 @@ final class PropertyDecoder: Decoder {
         func decodeNil() -> Bool { PropertyDecoder.isNull(value) }
         func decode(_ type: Bool.Type) throws -> Bool { try decoder.bool(value, at: codingPath) }
         func decode(_ type: String.Type) throws -> String { try decoder.string(value, at: codingPath) }
-        func decode(_ type: Double.Type) throws -> Double { try decoder.double(value, at: codingPath) }
+        func decode(_ type: Double.Type) throws -> Double { try PropertyDecoder.double(value, at: codingPath) }
         func decode(_ type: Float.Type) throws -> Float { try decoder.float(value, at: codingPath) }
         func decode(_ type: Int.Type) throws -> Int { try decoder.integer(value, as: Int.self, at: codingPath) }
         func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(value, as: Int8.self, at: codingPath) }
