@@ -15,7 +15,7 @@ final class Author: Model {
         var avatarURL: URL?
         var posts = ModelArray<Post>()
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     /// Not persisted: lives outside `Properties`.
     var lifetime: LifetimeToken?
 }
@@ -27,7 +27,7 @@ final class Post: Model {
         var author = ModelRef<Author>()
         var tags: [String] = []
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     var lifetime: LifetimeToken?
 }
 
@@ -36,7 +36,7 @@ final class VeryConvolutedExample: Model {
     struct Properties: Codable, Equatable {
         var circular = ModelRef<VeryConvolutedExample>()
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
 }
 
 /// A link in a long chain.
@@ -45,21 +45,21 @@ final class Node: Model {
         var value = 0
         var next = ModelRef<Node>()
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     var lifetime: LifetimeToken?
 }
 
 /// A model with a custom name.
 final class RenamedAuthor: Model {
     struct Properties: Codable, Equatable { var name = "" }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     static var modelName: String { "Writer" }
 }
 
 /// A model that never joins a context by itself.
 final class Draft: Model, ContextFreeModel {
     struct Properties: Codable, Equatable { var text = "" }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
 }
 
 /// A model without references, for the dictionary form.
@@ -68,7 +68,7 @@ final class Note: Model {
         var text = ""
         var count = 0
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     /// A stored property of the class: not persisted.
     var scratch = "not persisted"
 }
@@ -80,7 +80,7 @@ final class Cached: Model {
         var derived = 0
         enum CodingKeys: String, CodingKey { case kept }
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
 }
 
 enum Mood: String, Codable, Equatable { case happy, grumpy, 😀 }
@@ -145,7 +145,7 @@ final class Everything: Model {
         var addresses: [Address] = []
         var location = GeoPoint(latitude: 0, longitude: 0)
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
 }
 
 /// A non-model class whose Codable conformance recurses forever when it points to itself.
@@ -158,7 +158,7 @@ final class HasLoop: Model {
     struct Properties: Codable {
         var box: LoopingBox?
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
 }
 
 /// Runs `body` with a new context as the current one, for this test only.
@@ -214,5 +214,5 @@ struct Layered: Codable, Equatable {
 
 final class HasLayers: Model {
     struct Properties: Codable, Equatable { var layered = Layered() }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
 }

@@ -112,7 +112,7 @@ struct ModelTests {
     func registryConflict() throws {
         final class Impostor: Model {
             struct Properties: Codable {}
-            var storage = ModelStorage(Properties())
+            let storage = ModelStorage(Properties())
             static var modelName: String { "Author" }
         }
         try ModelRegistry.register(Author.self)

@@ -99,8 +99,14 @@ extension Model {
     /// When the model was created.
     public var createdAt: Date { storage.metadata.createdAt }
 
-    /// When a persisted property last changed (or when the model was created, if never).
-    public var updatedAt: Date { storage.metadata.updatedAt }
+    /// When a persisted property last changed (or when the model was created or loaded, if never).
+    ///
+    /// To keep writes cheap, a write does not read the clock: it marks the stamp as due, and the
+    /// time is taken when `updatedAt` is next read, the model is serialized, or the change is
+    /// reported to observers (at once for observed writes, at ``endChanges()`` for a batch). So
+    /// `updatedAt` is never earlier than the change it records and never later than the first
+    /// moment anyone could see it. Assigning a property the value it has is not a change.
+    public var updatedAt: Date { storage.resolveUpdatedAt() }
 
     /// Whether the model was created by the app, is a placeholder, or was loaded.
     public var modelState: ModelState { storage.metadata.state }

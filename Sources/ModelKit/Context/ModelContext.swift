@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Owns models: at most one instance per ``ModelID`` and per object id, retained until removed.
 /// The Swift counterpart of `MKitModelContext`.
@@ -27,6 +28,8 @@ public final class ModelContext: @unchecked Sendable {
         var models: [ModelID: any Model] = [:]
         /// Models by type and object id (the models themselves: one hash lookup, not two).
         var objectIds: [ObjectKey: any Model] = [:]
+        /// What was inserted, updated and removed since the last `resetChanges()`.
+        var log = ChangeLog()
     }
 
     struct ObjectKey: Hashable {
@@ -35,6 +38,13 @@ public final class ModelContext: @unchecked Sendable {
     }
 
     let registry = Locked(Registry())
+    /// Closure observers and streams of the context's changes.
+    let changeObservers = ObserverList()
+    /// Advanced by `resetChanges()`; see ``ModelStorage/insertedGeneration``.
+    let generation = Atomic<UInt32>(1)
+
+    /// The current change generation.
+    @usableFromInline var changeGeneration: UInt32 { generation.load(ordering: .relaxed) }
 
     /// Creates an empty context that is not on the context stack.
     ///
@@ -61,11 +71,13 @@ public final class ModelContext: @unchecked Sendable {
         return models.reduce(0) { total, model in total + Self.estimatedSize(of: model) }
     }
 
-    private static func estimatedSize(of model: some Model) -> Int {
-        // Object header + storage inline in the instance + two dictionary entries.
+    private static func estimatedSize<M: Model>(of model: M) -> Int {
+        // The instance (object header, the storage handle), its box (object header, properties,
+        // metadata, five references and counters) and two dictionary entries.
         let instance = 16 + MemoryLayout.size(ofValue: model.storage)
+        let box = 16 + MemoryLayout<M.Properties>.stride + MemoryLayout<ModelMetadata>.stride + 5 * 8 + 12
         let entry = MemoryLayout<ModelID>.stride + MemoryLayout<any Model>.stride
-        return instance + entry + (model.objectId?.utf8.count ?? 0)
+        return instance + box + entry + (model.objectId?.utf8.count ?? 0)
     }
 
     /// Every model in the context, in no particular order.
@@ -128,11 +140,14 @@ public final class ModelContext: @unchecked Sendable {
         ModelRegistry.noteUse(of: M.self)
         let id = model.storage.metadata.modelId
         let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
+        let generation = changeGeneration
+        var countsAsInserted = false
         let existing: (any Model)? = registry.withLock { registry in
             if let existing = registry.models[id] { return existing }
             if let objectKey, let existing = registry.objectIds[objectKey] { return existing }
             registry.models[id] = model
             if let objectKey { registry.objectIds[objectKey] = model }
+            countsAsInserted = registry.log.inserted(id)
             return nil
         }
         if let existing {
@@ -143,6 +158,11 @@ public final class ModelContext: @unchecked Sendable {
         previous?.remove(model)
         model.storage.context = self
         model.storage.metadata.membership = .managed
+        model.storage.quietEpoch = 0  // its writes must now be noted by this context
+        model.storage.insertedGeneration = countsAsInserted ? generation : 0
+        if !changeObservers.isEmpty {
+            changeObservers.notify(ModelChangeEvent(kind: .inserted, modelId: id, modelName: M.modelName), model: model)
+        }
         return model
     }
 
@@ -153,6 +173,7 @@ public final class ModelContext: @unchecked Sendable {
     /// - Complexity: O(1).
     public func remove<M: Model>(_ model: M) {
         let id = model.storage.metadata.modelId
+        let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
         let removed = registry.withLock { registry -> Bool in
             guard let held = registry.models[id], held === model else { return false }
             registry.models[id] = nil
@@ -160,11 +181,15 @@ public final class ModelContext: @unchecked Sendable {
                 let key = ObjectKey(type: ObjectIdentifier(M.self), objectId: objectId)
                 if registry.objectIds[key] === model { registry.objectIds[key] = nil }
             }
+            registry.log.removed(id, insertedSinceReset: insertedSinceReset)
             return true
         }
         guard removed else { return }
         model.storage.context = nil
         model.storage.metadata.membership = .removed
+        if !changeObservers.isEmpty {
+            changeObservers.notify(ModelChangeEvent(kind: .removed, modelId: id, modelName: M.modelName), model: model)
+        }
     }
 
     /// Removes every model from the context, releasing them.
@@ -173,15 +198,24 @@ public final class ModelContext: @unchecked Sendable {
     public func clear() {
         let models = registry.withLock { registry -> [any Model] in
             let models = Array(registry.models.values)
+            var log = registry.log
+            let inserted = Set(log.insertedOrder)
+            for id in registry.models.keys where !inserted.contains(id) { log.removed.insert(id) }
+            log.insertedOrder = []
+            log.updated = []
             registry = Registry()
+            registry.log = log
             return models
         }
-        for model in models { Self.detach(model) }
+        for model in models { detach(model) }
     }
 
-    private static func detach(_ model: some Model) {
+    private func detach<M: Model>(_ model: M) {
         model.storage.context = nil
         model.storage.metadata.membership = .removed
+        guard !changeObservers.isEmpty else { return }
+        let event = ModelChangeEvent(kind: .removed, modelId: model.modelId, modelName: M.modelName)
+        changeObservers.notify(event, model: model)
     }
 
     /// Re-indexes a model whose object id changed from `old` to its current value.

@@ -3,48 +3,95 @@ import Foundation
 // Property access through @dynamicMemberLookup. Plain assignments go through `set`, compound
 // mutations (`+=`, `append`) through `_modify`, which mutates the stored value in place so that
 // appending to an array property is O(1) rather than a copy per call.
+//
+// Every write first checks `storage.writesQuietly`: when it holds (the model has already been
+// changed since its last reset and nobody wants to hear about each write) the write is a plain
+// store. Otherwise it goes through `_willChange`/`_didChange` (Changes/ChangeTracker.swift), which
+// save the values for change tracking, tell the Observation registrar and report the change.
+//
+// The slow path hands the model to those functions as an `Unmanaged` retained inside the slow
+// branch. Passing `self` itself would make the caller keep its own reference retained across the
+// whole write, fast path included (the optimizer does not sink that retain into the branch that
+// needs it), which was most of the cost of a write. The store itself goes through a pointer into
+// the storage box taken before the branch, while `self` is still in use.
+// Every read tells the Observation framework about the access (`_observeRead`).
 
 extension Model {
     /// Reads or writes a persisted property: `author.name`.
     ///
-    /// A write stamps ``updatedAt``.
+    /// A write is a change: see ``changes`` and ``updatedAt``.
     ///
-    /// - Complexity: O(1) beyond the cost of the value's own copy.
+    /// - Complexity: O(1) beyond the cost of the value's own copy, when nobody observes the model.
     @inlinable
     public subscript<Value>(dynamicMember keyPath: WritableKeyPath<Properties, Value>) -> Value {
-        get { storage.values[keyPath: keyPath] }
+        get {
+            _observeRead()
+            return storage.values[keyPath: keyPath]
+        }
         set {
-            storage.values[keyPath: keyPath] = newValue
-            storage.touch()
+            let storage = self.storage
+            if _fastPath(storage.writesQuietly) {
+                storage.values[keyPath: keyPath] = newValue
+            } else {
+                let model = Unmanaged.passRetained(self)
+                let pending = Self._willChange(model)
+                storage.values[keyPath: keyPath] = newValue
+                Self._didChange(model, pending)
+            }
         }
         _modify {
-            yield &storage.values[keyPath: keyPath]
-            storage.touch()
+            let storage = self.storage
+            if _fastPath(storage.writesQuietly) {
+                yield &storage.values[keyPath: keyPath]
+            } else {
+                let model = Unmanaged.passRetained(self)
+                let pending = Self._willChange(model)
+                defer { Self._didChange(model, pending) }
+                yield &storage.values[keyPath: keyPath]
+            }
         }
     }
 
     /// Reads or writes an `Equatable` persisted property. Assigning the value the property already
-    /// has is not a change: ``updatedAt`` stays as it was.
+    /// has is not a change: nothing is recorded or reported and ``updatedAt`` stays as it was.
     ///
     /// - Complexity: O(1) beyond the cost of comparing and copying the value.
     @inlinable
     public subscript<Value: Equatable>(dynamicMember keyPath: WritableKeyPath<Properties, Value>) -> Value {
-        get { storage.values[keyPath: keyPath] }
+        get {
+            _observeRead()
+            return storage.values[keyPath: keyPath]
+        }
         set {
+            let storage = self.storage
             guard storage.values[keyPath: keyPath] != newValue else { return }
-            storage.values[keyPath: keyPath] = newValue
-            storage.touch()
+            if _fastPath(storage.writesQuietly) {
+                storage.values[keyPath: keyPath] = newValue
+            } else {
+                let model = Unmanaged.passRetained(self)
+                let pending = Self._willChange(model)
+                storage.values[keyPath: keyPath] = newValue
+                Self._didChange(model, pending)
+            }
         }
         _modify {
-            yield &storage.values[keyPath: keyPath]
-            storage.touch()
+            let storage = self.storage
+            if _fastPath(storage.writesQuietly) {
+                yield &storage.values[keyPath: keyPath]
+            } else {
+                let model = Unmanaged.passRetained(self)
+                let pending = Self._willChange(model)
+                defer { Self._didChange(model, pending) }
+                yield &storage.values[keyPath: keyPath]
+            }
         }
     }
 
     /// Reads a read-only (`let`) persisted property.
     @inlinable
     public subscript<Value>(dynamicMember keyPath: KeyPath<Properties, Value>) -> Value {
-        storage.values[keyPath: keyPath]
+        _observeRead()
+        return storage.values[keyPath: keyPath]
     }
 
     /// Reads or writes a to-one reference: `post.author`.
@@ -55,13 +102,21 @@ extension Model {
     ///
     /// - Complexity: O(1).
     public subscript<Target: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelRef<Target>>) -> Target? {
-        get { storage.values[keyPath: keyPath].target(lookupIn: storage.lookupContext) }
+        get {
+            _observeRead()
+            return storage.values[keyPath: keyPath].target(lookupIn: storage.lookupContext)
+        }
         set {
             let old = storage.values[keyPath: keyPath]
             guard old.id != newValue?.modelId || old.target(lookupIn: storage.lookupContext) !== newValue else { return }
             if let newValue { adopt(newValue) }
-            storage.values[keyPath: keyPath] = ModelRef(newValue)
-            storage.touch()
+            if storage.writesQuietly {
+                storage.values[keyPath: keyPath] = ModelRef(newValue)
+            } else {
+                let pending = _willChange()
+                storage.values[keyPath: keyPath] = ModelRef(newValue)
+                _didChange(pending)
+            }
         }
     }
 
@@ -70,11 +125,13 @@ extension Model {
     /// The array resolves its elements in this model's context; models appended to it that are in
     /// no context yet are added to this model's context.
     ///
-    /// - Complexity: O(1) to read; mutations cost what the same mutation of an `Array` costs.
+    /// - Complexity: O(1) to read; mutations cost what the same mutation of an `Array` costs
+    ///   (plus a copy of the array per mutation while someone observes each change of the model).
     public subscript<Element: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelArray<Element>>) -> ModelArray<
         Element
     > {
         get {
+            _observeRead()
             var array = storage.values[keyPath: keyPath]
             array.attach(context: storage.context, detached: storage.lookupContext == nil)
             return array
@@ -83,17 +140,25 @@ extension Model {
             var array = newValue
             array.attach(context: storage.context, detached: storage.lookupContext == nil)
             array.adoptAll()
-            storage.values[keyPath: keyPath] = array
-            storage.touch()
+            if storage.writesQuietly {
+                storage.values[keyPath: keyPath] = array
+            } else {
+                let pending = _willChange()
+                storage.values[keyPath: keyPath] = array
+                _didChange(pending)
+            }
         }
         _modify {
-            // Read these first: holding a copy of `storage` during the yield would retain the array
-            // and turn every append into a copy.
             let context = storage.context
             let detached = storage.lookupContext == nil
             storage.values[keyPath: keyPath].attach(context: context, detached: detached)
-            yield &storage.values[keyPath: keyPath]
-            storage.touch()
+            if storage.writesQuietly {
+                yield &storage.values[keyPath: keyPath]
+            } else {
+                let pending = _willChange()
+                defer { _didChange(pending) }
+                yield &storage.values[keyPath: keyPath]
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 
 /// A class whose persisted properties ModelKit manages: the Swift counterpart of `MKitModel`.
 ///
@@ -14,7 +15,7 @@ import Foundation
 ///         var age = 0
 ///         var posts = ModelArray<Post>()      // to-many reference, weak
 ///     }
-///     var storage = ModelStorage(Properties())
+///     let storage = ModelStorage(Properties())
 ///
 ///     var avatarCache: Data?                   // outside Properties: never persisted
 /// }
@@ -39,14 +40,23 @@ import Foundation
 ///   the context owns models, so cyclic graphs never leak.
 /// - A model is used by one thread (or task) at a time, like any other class instance; contexts
 ///   are thread-safe. See ``ModelContext``.
+///
+/// ## Changes and observation
+/// ModelKit tracks which persisted properties changed since the last ``resetChanges()``, posts
+/// notifications, feeds change streams and closure observers, and works with the Observation
+/// framework (`withObservationTracking`, SwiftUI): every model is `Observable`, without macros.
+/// See ``changes``, ``observeChanges(_:)``, ``changeEvents()`` and ``beginChanges()``.
 @dynamicMemberLookup
-public protocol Model: AnyObject {
+public protocol Model: AnyObject, Observable {
     /// The persisted properties of the model, as a `Codable` struct with default values.
     associatedtype Properties: Codable
 
     /// The model's framework state and persisted properties. Declare it as
-    /// `var storage = ModelStorage(Properties())` and leave it to ModelKit.
-    var storage: ModelStorage<Properties> { get set }
+    /// `let storage = ModelStorage(Properties())` and leave it to ModelKit.
+    ///
+    /// Declare it with `let`: a `var` works too, but then every property write pays for Swift's
+    /// run-time exclusivity check on the model's stored property.
+    var storage: ModelStorage<Properties> { get }
 
     /// Creates a model with default properties, outside any context.
     ///
@@ -72,7 +82,7 @@ extension Model {
 /// ```swift
 /// final class Draft: Model, ContextFreeModel {
 ///     struct Properties: Codable { var text = "" }
-///     var storage = ModelStorage(Properties())
+///     let storage = ModelStorage(Properties())
 /// }
 /// ```
 public protocol ContextFreeModel: Model {}

@@ -1,34 +1,97 @@
 import Foundation
+import Synchronization
 
 /// A model's persisted properties together with its framework state (id, dates, context).
 ///
-/// Every model declares exactly one: `var storage = ModelStorage(Properties())`. Its contents are
+/// Every model declares exactly one: `let storage = ModelStorage(Properties())`. Its contents are
 /// managed by ModelKit; read them through the model (``Model/modelId``, `author.name`, …).
 ///
 /// Keeping the properties in one struct is what lets ModelKit replace all of them at once when a
 /// model is reloaded (so instances held by the app stay valid) without reflection.
+///
+/// `ModelStorage` is a handle to one object that holds the properties and the state side by side.
+/// Because the model refers to it with a `let`, a property write is a plain store into that
+/// object, with no run-time exclusivity check on the model.
 public struct ModelStorage<Properties: Codable> {
-    @usableFromInline var values: Properties
-    @usableFromInline var metadata: ModelMetadata
-    /// The context that owns the model. Weak: the context retains its models, not the reverse.
-    @usableFromInline weak var context: ModelContext?
+    @usableFromInline let box: ModelBox<Properties>
 
     /// Creates the storage of a new model with the given properties and a fresh ``ModelID``.
     public init(_ properties: Properties) {
-        values = properties
         let now = Date()
-        metadata = ModelMetadata(
-            modelId: ModelID.generate(), objectId: nil, createdAt: now, updatedAt: now, state: .new,
-            membership: .unmanaged)
+        box = ModelBox(
+            values: properties,
+            metadata: ModelMetadata(
+                modelId: ModelID.generate(), objectId: nil, createdAt: now, updatedAt: now, state: .new,
+                membership: .unmanaged))
     }
 
     /// A copy of all persisted properties at once, for snapshots or to hand the values to another
-    /// task. Write them through the model (`author.name = …`), which also stamps `updatedAt`.
-    public var properties: Properties { values }
+    /// task. Write them through the model (`author.name = …`), which also records the change.
+    public var properties: Properties { box.values }
 
-    /// Records that a persisted property changed.
-    @usableFromInline mutating func touch() {
-        metadata.updatedAt = Date()
+    /// The persisted properties, in place.
+    @inlinable var values: Properties {
+        get { box.values }
+        nonmutating set { box.values = newValue }
+        nonmutating _modify { yield &box.values }
+    }
+
+    @inlinable var metadata: ModelMetadata {
+        get { box.metadata }
+        nonmutating set { box.metadata = newValue }
+        nonmutating _modify { yield &box.metadata }
+    }
+
+    /// The context that owns the model. Weak: the context retains its models, not the reverse.
+    @inlinable var context: ModelContext? {
+        get { box.context }
+        nonmutating set { box.context = newValue }
+    }
+
+    /// See ``ModelBox/tracker``.
+    @inlinable var tracker: ChangeTracker<Properties>? {
+        get { box.tracker }
+        nonmutating set { box.tracker = newValue }
+    }
+
+    /// See ``ModelBox/observation``.
+    @inlinable var observation: ModelObservation? {
+        get { box.observation }
+        nonmutating set { box.observation = newValue }
+    }
+
+    /// See ``ModelBox/quietEpoch``.
+    @inlinable var quietEpoch: UInt32 {
+        get { box.quietEpoch }
+        nonmutating set { box.quietEpoch = newValue }
+    }
+
+    /// See ``ModelBox/stampPending``.
+    @inlinable var stampPending: Bool {
+        get { box.stampPending }
+        nonmutating set { box.stampPending = newValue }
+    }
+
+    /// See ``ModelBox/insertedGeneration``.
+    @inlinable var insertedGeneration: UInt32 {
+        get { box.insertedGeneration }
+        nonmutating set { box.insertedGeneration = newValue }
+    }
+
+    /// Whether a write may skip all change bookkeeping (see ``ModelBox/quietEpoch``).
+    @inlinable var writesQuietly: Bool {
+        box.quietEpoch == ChangeEpoch.load(box.epochAddress)
+    }
+
+    /// Stamps `updatedAt` now if a change is waiting for its stamp; returns it.
+    func resolveUpdatedAt() -> Date {
+        if box.stampPending {
+            box.stampPending = false
+            box.quietEpoch = 0  // the next write must mark the stamp as pending again
+            let now = Date()
+            if now > box.metadata.updatedAt { box.metadata.updatedAt = now }
+        }
+        return box.metadata.updatedAt
     }
 
     /// Where this model's references look their targets up when the remembered instance is gone:
@@ -43,7 +106,44 @@ public struct ModelStorage<Properties: Codable> {
     /// put in one (a context-free or not yet registered model the app holds). A model removed from
     /// its context, or whose context was destroyed, is not live.
     @usableFromInline var isLive: Bool {
-        context != nil || metadata.membership == .unmanaged
+        box.context != nil || box.metadata.membership == .unmanaged
+    }
+}
+
+/// The object behind ``ModelStorage``: a model's properties and framework state, side by side.
+///
+/// Its stored properties opt out of Swift's run-time exclusivity checks: they are only ever
+/// accessed through the model that owns the box, and a model is used by one thread at a time, so
+/// the check would only catch a property access nested inside a mutation of the same model's
+/// properties, which ModelKit's accessors never do. This is what makes a property write a plain
+/// store (the check costs about as much as the rest of a write).
+@usableFromInline final class ModelBox<Properties: Codable> {
+    @usableFromInline @exclusivity(unchecked) var values: Properties
+    @usableFromInline @exclusivity(unchecked) var metadata: ModelMetadata
+    @usableFromInline @exclusivity(unchecked) weak var context: ModelContext?
+    /// Change tracking: the values at the last reset, begin/end state and observers. Made on the
+    /// model's first change (or first observer), so unchanged models spend no memory on it.
+    @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
+    /// The registrar used for the Observation framework, made on the first read.
+    @usableFromInline @exclusivity(unchecked) var observation: ModelObservation?
+    /// Equal to ``ChangeEpoch/current`` while a write needs no bookkeeping at all: the values at
+    /// the last reset are saved, `updatedAt` is marked for stamping, the context knows the model
+    /// changed and nobody wants to hear about each write. Anything that changes one of these
+    /// sets it to 0, and the next write takes the slow path once and re-establishes it.
+    @usableFromInline @exclusivity(unchecked) var quietEpoch: UInt32 = 0
+    /// Set when a property changed after `updatedAt` was last stamped; the stamp is taken when
+    /// `updatedAt` is next read (or the change is reported), so that writes need no clock read.
+    @usableFromInline @exclusivity(unchecked) var stampPending = false
+    /// The change generation of the context when it inserted the model: while it is still the
+    /// context's generation, the model counts as inserted there and its writes need no noting.
+    @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
+    /// ``ChangeEpoch/address``, held here so that the inlined write path reaches the epoch with
+    /// loads only (a global would need its lazy accessor).
+    @usableFromInline let epochAddress: UnsafeMutablePointer<Atomic<UInt32>> = ChangeEpoch.address
+
+    init(values: Properties, metadata: ModelMetadata) {
+        self.values = values
+        self.metadata = metadata
     }
 }
 

@@ -8,7 +8,7 @@ import Foundation
 ///         var title = ""
 ///         var author = ModelRef<Author>()
 ///     }
-///     var storage = ModelStorage(Properties())
+///     let storage = ModelStorage(Properties())
 /// }
 ///
 /// post.author = author          // read and write it as `Author?`

@@ -164,7 +164,7 @@ final class GraphReader {
         }
         let context = self.context
         commits.append {
-            model.storage.values = properties
+            model.replaceLoadedValues(properties)
             let oldObjectId = model.storage.metadata.objectId
             model.storage.metadata.objectId = header.objectId
             model.storage.metadata.createdAt = header.createdAt ?? model.storage.metadata.createdAt

@@ -83,6 +83,7 @@ final class GraphWriter {
                 .invalidValue, modelIndex: index, modelName: name, path: "properties", expected: "properties that encode",
                 found: "error \(error)")
         }
+        _ = model.storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = model.storage.metadata
         var object = ModelValue.Object()
         object["model"] = .string(name)

@@ -1,0 +1,177 @@
+import Foundation
+
+// The seed's "Getting Properties and/or Changed Properties", with old values, revert and batches.
+
+extension Model {
+    /// All persisted properties as an object of values keyed by property name, in declaration
+    /// order: the seed's `properties` dictionary.
+    ///
+    /// Values are in the property-list form of ``ModelValue`` (native dates and data); references
+    /// are `ModelPointer` objects and arrays of references arrays of them; `nil` is
+    /// ``ModelValue/null``. It is built with the model's `Codable` conformance, without reflection,
+    /// like ``serialize(as:)`` builds its `properties`.
+    ///
+    /// ```swift
+    /// let values = try author.properties
+    /// values["name"]      // .string("Jon Gilkison")
+    /// values["age"]       // .int(39)
+    /// ```
+    ///
+    /// - Throws: ``SerializationError`` when a property fails to encode.
+    /// - Complexity: O(n) in the size of the properties.
+    public var properties: ModelValue.Object {
+        get throws {
+            let value: ModelValue
+            do {
+                value = try GraphWriter(format: .propertyList).encodeProperties(storage.values)
+            } catch let error as EncodingError {
+                throw SerializationError(encodingError: error, modelIndex: 0, modelName: Self.modelName)
+            }
+            guard case .object(let object) = value else { return ModelValue.Object() }
+            return object
+        }
+    }
+
+    /// The persisted properties that changed since the model was created, loaded or last reset
+    /// (``resetChanges()``), each with its value then and now. The seed's `modelChanges` is
+    /// ``ModelChanges/newValues``.
+    ///
+    /// ```swift
+    /// author.resetChanges()
+    /// author.email = "jon@interfacelab.com"
+    /// author.changes.properties          // ["email"]
+    /// author.changes["email"]?.oldValue  // the email before
+    /// ```
+    ///
+    /// A property changed and then set back to its value at the reset is not a change. References
+    /// and arrays of references are properties like any other. Properties whose values fail to
+    /// encode are not reported (``properties`` throws the error).
+    ///
+    /// - Complexity: O(n) in the size of the properties: changes are found by comparing the
+    ///   encoded values now with those saved at the first change, so writes stay cheap.
+    public var changes: ModelChanges {
+        guard let original = storage.tracker?.original else { return ModelChanges() }
+        return ModelChanges.between(Self.encoded(original), Self.encoded(storage.values))
+    }
+
+    /// Whether any persisted property differs from its value at the last reset.
+    ///
+    /// - Complexity: O(1) for a model never changed since its reset, else as ``changes``.
+    public var hasChanges: Bool {
+        storage.tracker?.original != nil && !changes.isEmpty
+    }
+
+    /// Forgets the changes: the current values become the ones ``changes`` compares with.
+    ///
+    /// - Complexity: O(1).
+    public func resetChanges() {
+        storage.tracker?.original = nil
+        storage.quietEpoch = 0
+    }
+
+    /// Puts back the values the persisted properties had at the last reset, and forgets the
+    /// changes. This is a change like any other: observers hear about it and ``updatedAt`` moves.
+    ///
+    /// - Complexity: O(n) in the size of the properties.
+    public func revertChanges() {
+        guard let tracker = storage.tracker, let original = tracker.original else { return }
+        let pending = _willChange()
+        storage.values = original
+        _didChange(pending)
+        tracker.original = nil
+        storage.quietEpoch = 0
+    }
+
+    /// Starts a batch of changes: until the matching ``endChanges()``, changes are not reported one
+    /// by one. Batches nest; only the outermost `endChanges()` reports.
+    ///
+    /// ```swift
+    /// author.beginChanges()
+    /// author.email = "whutwhut@interfacelab.com"
+    /// author.name = "Joe Blow"
+    /// try author.endChanges()     // one .modelDidChange notification, one event per stream
+    /// ```
+    ///
+    /// Writes inside a batch cost what writes to an unobserved model cost.
+    public func beginChanges() {
+        let tracker = changeTracker
+        if tracker.batchDepth == 0 { tracker.batchStart = storage.values }
+        tracker.batchDepth += 1
+        storage.quietEpoch = 0
+    }
+
+    /// Ends a batch started with ``beginChanges()``. The outermost `endChanges()` reports what the
+    /// batch changed, once: a ``Foundation/Notification/Name/modelDidChange`` notification (when
+    /// notifications are on), one ``ModelChangeEvent`` to streams and closure observers, one
+    /// mutation to the Observation framework, and a new ``updatedAt``. A batch that changed
+    /// nothing reports nothing.
+    ///
+    /// - Throws: ``ChangeTrackingError/endWithoutBegin(modelName:modelId:)`` when no batch is open;
+    ///   the model is unchanged.
+    public func endChanges() throws(ChangeTrackingError) {
+        guard let tracker = storage.tracker, tracker.batchDepth > 0 else {
+            throw .endWithoutBegin(modelName: Self.modelName, modelId: modelId)
+        }
+        tracker.batchDepth -= 1
+        guard tracker.batchDepth == 0 else { return }
+        let start = tracker.batchStart
+        tracker.batchStart = nil
+        storage.quietEpoch = 0
+        if tracker.batchTouchedObservation, let observation = storage.observation {
+            tracker.batchTouchedObservation = false
+            let keyPath = observationKeyPath(observation)
+            observation.registrar.willSet(self, keyPath: keyPath)
+            observation.registrar.didSet(self, keyPath: keyPath)
+        }
+        guard let start, tracker.hasListeners(context: storage.context) else { return }
+        let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
+        guard !changes.isEmpty else { return }
+        report(changes, batched: true)
+    }
+
+    /// Runs `body` between ``beginChanges()`` and ``endChanges()``, so that its changes are
+    /// reported once, also when `body` throws.
+    ///
+    /// ```swift
+    /// author.batchChanges {
+    ///     author.name = "Joe Blow"
+    ///     author.age = 29
+    /// }
+    /// ```
+    @discardableResult
+    public func batchChanges<Result>(_ body: () throws -> Result) rethrows -> Result {
+        beginChanges()
+        defer { try? endChanges() }
+        return try body()
+    }
+}
+
+extension Model {
+    /// Replaces all persisted properties with values loaded from serialized data. Loading is a
+    /// reset: afterwards the model has no changes. Observers hear about what the load changed, as
+    /// one batch.
+    func replaceLoadedValues(_ values: Properties) {
+        let observation = storage.observation
+        let toldRegistrar = observation?.armed == true
+        if let observation, toldRegistrar {
+            observation.armed = false
+            observation.registrar.willSet(self, keyPath: observationKeyPath(observation))
+        }
+        let tracker = storage.tracker
+        let listening =
+            tracker?.hasListeners(context: storage.context)
+            ?? (ModelNotifications.isEnabled || storage.context?.changeObservers.isEmpty == false)
+        let before = listening ? storage.values : nil
+        storage.values = values
+        if let observation, toldRegistrar {
+            observation.registrar.didSet(self, keyPath: observationKeyPath(observation))
+        }
+        tracker?.original = nil
+        storage.stampPending = false
+        storage.quietEpoch = 0
+        if let before {
+            let changes = ModelChanges.between(Self.encoded(before), Self.encoded(values))
+            if !changes.isEmpty { report(changes, batched: true) }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import Synchronization
+
+// Context-level change tracking: which models were inserted, updated and removed since the last
+// reset, and observers and streams of every change in the context.
+
+/// The ids of the models a context inserted, updated and removed since its last
+/// ``ModelContext/resetChanges()``. The three sets are disjoint.
+public struct ContextChanges: Equatable, Sendable {
+    /// Models added to the context (and still in it). A model inserted and then changed is only
+    /// inserted.
+    public var inserted: Set<ModelID> = []
+    /// Models that were in the context at the reset and whose persisted properties were written.
+    public var updated: Set<ModelID> = []
+    /// Models that were in the context at the reset (or were re-inserted since) and are gone.
+    public var removed: Set<ModelID> = []
+
+    /// Whether anything was inserted, updated or removed.
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && removed.isEmpty }
+
+    public init() {}
+}
+
+/// The context's record of changes, kept under its registry's lock. Inserting a model must stay
+/// cheap, so insertions are appended to a list (no hashing); whether a model inserted since the
+/// reset is still there is worked out when the changes are read.
+struct ChangeLog {
+    /// Models inserted since the reset, in order; may hold models removed since.
+    var insertedOrder: [ModelID] = []
+    /// Models that were there at the reset (or came back after being removed) and were written.
+    var updated: Set<ModelID> = []
+    /// Models that were there at the reset and are gone.
+    var removed: Set<ModelID> = []
+
+    /// Records an insertion; returns whether the model counts as inserted (rather than as a model
+    /// that was there at the reset and came back, which counts as updated).
+    mutating func inserted(_ id: ModelID) -> Bool {
+        if !removed.isEmpty, removed.remove(id) != nil {
+            updated.insert(id)
+            return false
+        }
+        insertedOrder.append(id)
+        return true
+    }
+
+    /// Records a removal; `insertedSinceReset` models simply were never there.
+    mutating func removed(_ id: ModelID, insertedSinceReset: Bool) {
+        updated.remove(id)
+        if !insertedSinceReset { removed.insert(id) }
+    }
+
+    /// The changes, given the models in the context now.
+    func changes(present: [ModelID: any Model]) -> ContextChanges {
+        var changes = ContextChanges()
+        for id in insertedOrder where present[id] != nil { changes.inserted.insert(id) }
+        changes.updated = updated.subtracting(changes.inserted)
+        changes.removed = removed
+        return changes
+    }
+
+    var isEmpty: Bool { insertedOrder.isEmpty && updated.isEmpty && removed.isEmpty }
+}
+
+extension ModelContext {
+    /// The models inserted, updated and removed since the last ``resetChanges()``.
+    ///
+    /// A model counts as updated once a persisted property was written (assigning a property its
+    /// current value is no write). Models are used by one thread at a time, so a write made on
+    /// another thread shows up here once that thread's write happened before your read, as for
+    /// any shared state.
+    ///
+    /// - Complexity: O(k) in the number of changed models (the sets are copied).
+    public var changes: ContextChanges {
+        registry.withLock { $0.log.changes(present: $0.models) }
+    }
+
+    /// Whether any model was inserted, updated or removed since the last ``resetChanges()``.
+    public var hasChanges: Bool {
+        registry.withLock { !$0.log.changes(present: $0.models).isEmpty }
+    }
+
+    /// The inserted models still in the context.
+    public var insertedModels: [any Model] {
+        registry.withLock { registry in
+            registry.log.changes(present: registry.models).inserted.compactMap { registry.models[$0] }
+        }
+    }
+
+    /// The updated models still in the context.
+    public var updatedModels: [any Model] {
+        registry.withLock { registry in
+            registry.log.changes(present: registry.models).updated.compactMap { registry.models[$0] }
+        }
+    }
+
+    /// Forgets the context's record of changes. The models' own ``Model/changes`` are untouched:
+    /// reset them from the threads that use them.
+    public func resetChanges() {
+        registry.withLock { $0.log = ChangeLog() }
+        generation.wrappingAdd(1, ordering: .relaxed)  // models inserted before are not "inserted" any more
+        ChangeEpoch.advance()  // models must note their next write again
+    }
+
+    /// Calls `body` for every model inserted into, updated in or removed from this context, until
+    /// the returned token is cancelled or released.
+    ///
+    /// `body` runs synchronously on the thread that made the change, with no lock held; it may
+    /// use the context. Changes inside a model's ``Model/beginChanges()``/``Model/endChanges()``
+    /// arrive as one ``ModelChangeEvent/Kind/updated`` event.
+    public func observeChanges(_ body: @escaping @Sendable (ModelChangeEvent) -> Void) -> ObservationToken {
+        ObservationToken(list: changeObservers, id: addChangeObserver { event, _ in body(event) })
+    }
+
+    /// Every model inserted into, updated in or removed from this context, as it happens, as an
+    /// asynchronous sequence.
+    ///
+    /// ```swift
+    /// for await event in context.changeEvents() {
+    ///     switch event.kind {
+    ///     case .inserted: print("new", event.modelName, event.modelId)
+    ///     case .updated: print("changed", event.changes.properties)
+    ///     case .removed: print("gone", event.modelId)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// While a context has observers, every write to its models is compared with the values
+    /// before it (O(n) in the size of the model's properties), so that events carry the changed
+    /// properties: stop iterating when you no longer need the events.
+    public func changeEvents(
+        bufferingPolicy: AsyncStream<ModelChangeEvent>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<ModelChangeEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ModelChangeEvent.self, bufferingPolicy: bufferingPolicy)
+        let id = addChangeObserver { event, _ in continuation.yield(event) }
+        let observers = changeObservers
+        continuation.onTermination = { _ in observers.remove(id) }
+        return stream
+    }
+
+    private func addChangeObserver(_ callback: @escaping ObserverList.Callback) -> UInt64 {
+        let (id, wasEmpty) = changeObservers.add(callback)
+        if wasEmpty { ChangeEpoch.advance() }  // models that write quietly must report again
+        return id
+    }
+
+    /// Records that the model with `id` was written.
+    @usableFromInline func noteUpdated(_ id: ModelID) {
+        registry.withLock { registry in
+            guard registry.models[id] != nil else { return }
+            registry.log.updated.insert(id)
+        }
+    }
+}
