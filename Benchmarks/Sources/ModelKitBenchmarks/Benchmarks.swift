@@ -34,6 +34,8 @@ enum Benchmarks {
         lookupObjectId,
         serializeJSON,
         deserializeJSON,
+        setProperty,
+        setPropertyBatched,
     ]
 
     static var names: [String] { all.map(\.name) }

@@ -12,7 +12,7 @@ final class BenchAuthor: Model {
         var age = 0
         var posts = ModelArray<BenchPost>()
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     static var modelName: String { "Author" }
 }
 
@@ -24,7 +24,7 @@ final class BenchPost: Model {
         var author = ModelRef<BenchAuthor>()
         var tags: [String] = []
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     static var modelName: String { "Post" }
 }
 
@@ -34,7 +34,7 @@ final class BenchBlog: Model {
     struct Properties: Codable {
         var authors = ModelArray<BenchAuthor>()
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     static var modelName: String { "Blog" }
 }
 
