@@ -368,3 +368,25 @@ final class Box<Value>: @unchecked Sendable {
 struct SendableBox: Sendable {
     let tokens: [ObservationToken]
 }
+
+@Suite("Observation across models")
+struct ObservationScopeTests {
+    @Test("A tracking fires for the model it read, not for other models")
+    func trackingIsPerModel() {
+        inFreshContext { _ in
+            let watched = Note.instance()
+            let others = (0..<20).map { _ in Note.instance() }
+            for other in others { _ = other.count }  // read, so that their writes tell the framework
+            let fired = Box(0)
+            _ = withObservationTracking {
+                watched.count
+            } onChange: {
+                fired.value += 1
+            }
+            for (i, other) in others.enumerated() { other.count = i + 1 }
+            #expect(fired.value == 0)
+            watched.count = 7
+            #expect(fired.value == 1)
+        }
+    }
+}

@@ -70,24 +70,50 @@ import Synchronization
     }
 }
 
-/// The Observation framework's registrar of one model, made on the model's first read.
+/// The Observation framework's side of every model: shared registrars and key paths, each model
+/// using the pair its identity picks.
 ///
-/// Observation is per model: the key path reported for every persisted property is the model's
-/// `storage`, so reading any persisted property of a model inside `withObservationTracking` (or a
-/// SwiftUI `body`) makes any change to a persisted property of that model invalidate it.
-@usableFromInline final class ModelObservation {
-    @usableFromInline let registrar = ObservationRegistrar()
-    /// `\Model.storage` for the model's type, made once: key paths over generic types are built
-    /// at run time.
-    @usableFromInline let keyPath: AnyKeyPath
-    /// Set when a property was read since the last write (the read may have been tracked): the
-    /// next write must tell the registrar. Cleared by that write. A tracking registered by a read
-    /// fires at most once, and registering again needs another read, so writes in between
-    /// need not tell the registrar.
-    @usableFromInline @exclusivity(unchecked) var armed = false
+/// Observation works per model: reading any persisted property of a model inside
+/// `withObservationTracking` (or a SwiftUI `body`) makes the next change of any persisted
+/// property of that model fire the tracking. A registrar per model would cost about 250 bytes
+/// for every model ever read, because the framework can't tell whether a read is being tracked.
+/// Instead a model's identity picks one of 1,024 shared registrars and one of 1,024 key paths,
+/// and the framework matches changes to trackings by that pair, so models spend nothing. Two
+/// models share a pair with a chance of about one in a million; a change to one then also fires
+/// a tracking that read the other, an extra, harmless update.
+@usableFromInline enum ObservationSlots {
+    /// The subject every access and change is reported on: registrars match by key path only.
+    @usableFromInline final class Subject: Observable, Sendable {
+        static let shared = Subject()
+        subscript(pair pair: Int) -> Int { pair }
+    }
 
-    init(keyPath: AnyKeyPath) {
-        self.keyPath = keyPath
+    static let registrars: [ObservationRegistrar] = (0..<1024).map { _ in ObservationRegistrar() }
+    static let keyPaths: [KeyPath<Subject, Int> & Sendable] = (0..<1024).map { \Subject.[pair: $0] }
+
+    /// The registrar and key path of the model that owns `box`.
+    static func pair(for box: AnyObject) -> (ObservationRegistrar, KeyPath<Subject, Int> & Sendable) {
+        // Fibonacci hashing of the box's address: its top 20 bits pick the pair.
+        let mixed = UInt64(UInt(bitPattern: ObjectIdentifier(box).hashValue)) &* 0x9E37_79B9_7F4A_7C15
+        return (registrars[Int(mixed >> 54)], keyPaths[Int((mixed >> 44) & 1023)])
+    }
+
+    /// Tells the framework that a property of the model that owns `box` is read.
+    @usableFromInline static func access(_ box: AnyObject) {
+        let (registrar, keyPath) = pair(for: box)
+        registrar.access(Subject.shared, keyPath: keyPath)
+    }
+
+    /// Tells the framework that a property of the model that owns `box` is about to change.
+    @usableFromInline static func willSet(_ box: AnyObject) {
+        let (registrar, keyPath) = pair(for: box)
+        registrar.willSet(Subject.shared, keyPath: keyPath)
+    }
+
+    /// Tells the framework that a property of the model that owns `box` changed.
+    @usableFromInline static func didSet(_ box: AnyObject) {
+        let (registrar, keyPath) = pair(for: box)
+        registrar.didSet(Subject.shared, keyPath: keyPath)
     }
 }
 
@@ -155,33 +181,19 @@ extension Model {
         return tracker
     }
 
-    /// `\Self.storage` as the key path handed to the Observation registrar.
-    @usableFromInline func observationKeyPath(_ observation: ModelObservation) -> KeyPath<Self, ModelStorage<Properties>> {
-        unsafeDowncast(observation.keyPath, to: KeyPath<Self, ModelStorage<Properties>>.self)
-    }
-
     /// Tells the Observation framework that a persisted property is read. Called by every getter.
+    ///
+    /// The first read since the last write also marks the model as read (`observed`), so that
+    /// the next write tells the framework; writes in between need not, because a tracking fires
+    /// at most once and registering again takes another read.
     @inlinable @inline(__always)
     func _observeRead() {
-        if let observation = storage.observation, observation.armed {
-            observation.registrar.access(self, keyPath: observationKeyPath(observation))
-        } else {
-            _observeReadSlow()
+        let box = storage.box
+        if _slowPath(!box.observed) {
+            box.observed = true
+            box.quietEpoch = 0
         }
-    }
-
-    @usableFromInline func _observeReadSlow() {
-        let storage = self.storage
-        let observation: ModelObservation
-        if let existing = storage.observation {
-            observation = existing
-        } else {
-            observation = ModelObservation(keyPath: \Self.storage)
-            storage.observation = observation
-        }
-        observation.armed = true
-        storage.quietEpoch = 0
-        observation.registrar.access(self, keyPath: observationKeyPath(observation))
+        ObservationSlots.access(box)
     }
 
     /// The slow path before a write, for the inlined property setters: `model` is retained by the
@@ -213,13 +225,13 @@ extension Model {
             storage.tracker = tracker
         }
         if tracker.original == nil { tracker.original = storage.values }
-        var tell: ModelObservation?
-        if let observation = storage.observation, observation.armed {
-            observation.armed = false
+        var tell = false
+        if storage.box.observed {
+            storage.box.observed = false
             if tracker.batchDepth > 0 {
                 tracker.batchTouchedObservation = true
             } else {
-                tell = observation
+                tell = true
             }
         }
         let context = storage.context
@@ -234,8 +246,8 @@ extension Model {
                 context.noteUpdated(storage.metadata.modelId)
             }
         }
-        if let tell {
-            tell.registrar.willSet(self, keyPath: observationKeyPath(tell))
+        if tell {
+            ObservationSlots.willSet(storage.box)
             pending.toldRegistrar = true
         }
         return pending
@@ -243,9 +255,7 @@ extension Model {
 
     /// The slow path after a write: tells the registrar, and reports the change if wanted.
     @usableFromInline func _didChange(_ pending: PendingChange<Properties>) {
-        if pending.toldRegistrar, let observation = storage.observation {
-            observation.registrar.didSet(self, keyPath: observationKeyPath(observation))
-        }
+        if pending.toldRegistrar { ObservationSlots.didSet(storage.box) }
         guard let before = pending.before else { return }
         let changes = ModelChanges.between(Self.encoded(before), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }

@@ -117,11 +117,10 @@ extension Model {
         let start = tracker.batchStart
         tracker.batchStart = nil
         storage.quietEpoch = 0
-        if tracker.batchTouchedObservation, let observation = storage.observation {
+        if tracker.batchTouchedObservation {
             tracker.batchTouchedObservation = false
-            let keyPath = observationKeyPath(observation)
-            observation.registrar.willSet(self, keyPath: keyPath)
-            observation.registrar.didSet(self, keyPath: keyPath)
+            ObservationSlots.willSet(storage.box)
+            ObservationSlots.didSet(storage.box)
         }
         guard let start, tracker.hasListeners(context: storage.context) else { return }
         let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
@@ -151,11 +150,10 @@ extension Model {
     /// reset: afterwards the model has no changes. Observers hear about what the load changed, as
     /// one batch.
     func replaceLoadedValues(_ values: Properties) {
-        let observation = storage.observation
-        let toldRegistrar = observation?.armed == true
-        if let observation, toldRegistrar {
-            observation.armed = false
-            observation.registrar.willSet(self, keyPath: observationKeyPath(observation))
+        let toldRegistrar = storage.box.observed
+        if toldRegistrar {
+            storage.box.observed = false
+            ObservationSlots.willSet(storage.box)
         }
         let tracker = storage.tracker
         let listening =
@@ -163,9 +161,7 @@ extension Model {
             ?? (ModelNotifications.isEnabled || storage.context?.changeObservers.isEmpty == false)
         let before = listening ? storage.values : nil
         storage.values = values
-        if let observation, toldRegistrar {
-            observation.registrar.didSet(self, keyPath: observationKeyPath(observation))
-        }
+        if toldRegistrar { ObservationSlots.didSet(storage.box) }
         tracker?.original = nil
         storage.stampPending = false
         storage.quietEpoch = 0

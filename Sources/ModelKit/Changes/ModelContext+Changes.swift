@@ -74,7 +74,10 @@ extension ModelContext {
         registry.withLock { $0.log.changes(present: $0.models) }
     }
 
-    /// Whether any model was inserted, updated or removed since the last ``resetChanges()``.
+    /// Whether any model was inserted, updated or removed since the last ``resetChanges()``: for
+    /// example, to save on exit only when something changed.
+    ///
+    /// - Complexity: O(k) in the number of changed models.
     public var hasChanges: Bool {
         registry.withLock { !$0.log.changes(present: $0.models).isEmpty }
     }

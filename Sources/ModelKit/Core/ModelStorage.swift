@@ -54,12 +54,6 @@ public struct ModelStorage<Properties: Codable> {
         nonmutating set { box.tracker = newValue }
     }
 
-    /// See ``ModelBox/observation``.
-    @inlinable var observation: ModelObservation? {
-        get { box.observation }
-        nonmutating set { box.observation = newValue }
-    }
-
     /// See ``ModelBox/quietEpoch``.
     @inlinable var quietEpoch: UInt32 {
         get { box.quietEpoch }
@@ -124,8 +118,9 @@ public struct ModelStorage<Properties: Codable> {
     /// Change tracking: the values at the last reset, begin/end state and observers. Made on the
     /// model's first change (or first observer), so unchanged models spend no memory on it.
     @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
-    /// The registrar used for the Observation framework, made on the first read.
-    @usableFromInline @exclusivity(unchecked) var observation: ModelObservation?
+    /// Whether a persisted property was read since the last write (the read may have been
+    /// tracked by the Observation framework): the next write must tell the framework.
+    @usableFromInline @exclusivity(unchecked) var observed = false
     /// Equal to ``ChangeEpoch/current`` while a write needs no bookkeeping at all: the values at
     /// the last reset are saved, `updatedAt` is marked for stamping, the context knows the model
     /// changed and nobody wants to hear about each write. Anything that changes one of these
