@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The library has no package dependencies by design: it uses only the toolchain's Foundation
-// and Synchronization. The benchmark suite is a separate package in Benchmarks/ so that its
+// and Synchronization (and a one-header C target of its own, ModelKitShims). The benchmark suite is a separate package in Benchmarks/ so that its
 // peers never become dependencies of ModelKit itself.
 let package = Package(
     name: "ModelKit",
@@ -11,7 +11,9 @@ let package = Package(
         .library(name: "ModelKit", targets: ["ModelKit"])
     ],
     targets: [
-        .target(name: "ModelKit"),
+        .target(name: "ModelKit", dependencies: ["ModelKitShims"]),
+        // One C header: the change epoch that property writes read on their fast path.
+        .target(name: "ModelKitShims"),
         .target(
             name: "ModelKitTestSupport",
             dependencies: ["ModelKit"],

@@ -108,7 +108,9 @@ struct ErrorTests {
     @Test("Header dates read like property dates, and their errors name the model and the key")
     func headerDates() throws {
         let error = try #require(
-            loadError(#"{"model": "Post", "modelId": "\#(Self.postId)", "createdAt": {"__type": "Date", "iso": "2012-02-30T00:00:00Z"}}"#))
+            loadError(
+                #"{"model": "Post", "modelId": "\#(Self.postId)", "createdAt": {"__type": "Date", "iso": "2012-02-30T00:00:00Z"}}"#
+            ))
         #expect(error.code == .invalidValue)
         #expect(error.modelIndex == 0)
         #expect(error.modelName == "Post")

@@ -1,4 +1,5 @@
 import Foundation
+public import ModelKitShims
 import Observation
 import Synchronization
 
@@ -13,35 +14,15 @@ import Synchronization
 /// model starts to care about its writes: a context gains its first observer or resets its
 /// changes, or notifications are switched on for all models.
 @usableFromInline enum ChangeEpoch {
-    /// The counter, in memory that is never freed, whose address every model's storage holds: the
-    /// inlined fast path reads it with two loads and no call (a global would need its lazy
-    /// accessor), and, unlike an atomic stored in an object, reading it through a plain pointer
-    /// makes the compiler keep no object alive around the write.
-    @usableFromInline nonisolated(unsafe) static let address: UnsafeMutablePointer<Atomic<UInt32>> = {
-        let address = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: 1)
-        address.initialize(to: Atomic(1))
-        return address
-    }()
-
     /// The current epoch; never 0, which a model's `quietEpoch` uses for "not quiet".
-    @inlinable static var current: UInt32 { address.pointee.load(ordering: .relaxed) }
-
-    /// The epoch at `address`, for the inlined write path.
     ///
-    /// Out of line and declared read-only on purpose: the optimizer treats an inlined atomic load
-    /// as a barrier that may release objects, and then keeps the caller's reference to the model
-    /// retained across every write (a retain and a release per write, most of its cost). A call
-    /// it knows only reads memory is no such barrier. The load is relaxed: a write racing with the
-    /// change of epoch may go either way, as it may with any ordering.
-    @inlinable @inline(never) @_effects(readonly)
-    static func load(_ address: UnsafeMutablePointer<Atomic<UInt32>>) -> UInt32 {
-        address.pointee.load(ordering: .relaxed)
-    }
+    /// Read through a pure inline C function (see ModelKitShims.h): inlined, and known to the
+    /// optimizer to only read memory, so the write path around it needs no retain of the model.
+    @inlinable static var current: UInt32 { modelkit_change_epoch() }
 
     /// Starts a new epoch: every model takes the slow path on its next write.
     static func advance() {
-        let next = address.pointee.wrappingAdd(1, ordering: .relaxed).newValue
-        if next == 0 { address.pointee.store(1, ordering: .relaxed) }
+        modelkit_advance_change_epoch()
     }
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A model's persisted properties together with its framework state (id, dates, context).
 ///
@@ -74,7 +73,7 @@ public struct ModelStorage<Properties: Codable> {
 
     /// Whether a write may skip all change bookkeeping (see ``ModelBox/quietEpoch``).
     @inlinable var writesQuietly: Bool {
-        box.quietEpoch == ChangeEpoch.load(box.epochAddress)
+        box.quietEpoch == ChangeEpoch.current
     }
 
     /// Stamps `updatedAt` now if a change is waiting for its stamp; returns it.
@@ -132,9 +131,6 @@ public struct ModelStorage<Properties: Codable> {
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.
     @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
-    /// ``ChangeEpoch/address``, held here so that the inlined write path reaches the epoch with
-    /// loads only (a global would need its lazy accessor).
-    @usableFromInline let epochAddress: UnsafeMutablePointer<Atomic<UInt32>> = ChangeEpoch.address
 
     init(values: Properties, metadata: ModelMetadata) {
         self.values = values

@@ -1,0 +1,28 @@
+// The change epoch of ModelKit (see ChangeEpoch in Changes/ChangeTracker.swift).
+//
+// Why C: a property write reads the epoch on its fast path. Read with Swift's Atomic, the load is
+// an opaque operation to the optimizer, which then keeps the model retained around every write
+// (most of the write's cost); read through a Swift function declared read-only, it costs a call.
+// A static inline C function declared pure is both inlined and known to only read memory.
+
+#ifndef MODELKIT_SHIMS_H
+#define MODELKIT_SHIMS_H
+
+#include <stdint.h>
+
+/// The epoch itself. Only the functions below touch it.
+extern uint32_t _modelkit_change_epoch;
+
+/// The current change epoch (never 0), read with relaxed ordering.
+static inline __attribute__((pure)) uint32_t modelkit_change_epoch(void) {
+    return __atomic_load_n(&_modelkit_change_epoch, __ATOMIC_RELAXED);
+}
+
+/// Starts a new change epoch, skipping 0.
+static inline void modelkit_advance_change_epoch(void) {
+    if (__atomic_add_fetch(&_modelkit_change_epoch, 1, __ATOMIC_RELAXED) == 0) {
+        __atomic_store_n(&_modelkit_change_epoch, 1, __ATOMIC_RELAXED);
+    }
+}
+
+#endif
