@@ -30,13 +30,15 @@ public struct ModelStorage<Properties: Codable> {
 
     /// The persisted properties, in place.
     @inlinable var values: Properties {
-        get { box.values }
+        // `_read` rather than `get`: reading one property borrows the properties in place instead
+        // of copying (and retaining) all of them.
+        _read { yield box.values }
         nonmutating set { box.values = newValue }
         nonmutating _modify { yield &box.values }
     }
 
     @inlinable var metadata: ModelMetadata {
-        get { box.metadata }
+        _read { yield box.metadata }
         nonmutating set { box.metadata = newValue }
         nonmutating _modify { yield &box.metadata }
     }
