@@ -12,7 +12,7 @@ final class GraphWriter {
     private var positions: [ModelID: (index: Int, object: ObjectIdentifier)] = [:]
     private(set) var sawReference = false
     /// The context of the model being encoded: its references resolve there.
-    private(set) weak var ownerContext: ModelContext?
+    weak var ownerContext: ModelContext?
 
     init(format: SerializationFormat) {
         self.format = format

@@ -1,0 +1,176 @@
+import Foundation
+
+// Running a query: scan the context's models of the type, keep those the predicate accepts,
+// order them and cut the window.
+
+extension Query {
+    /// The matching models, ordered and windowed.
+    ///
+    /// - Throws: ``QueryError`` for an unknown key or a condition value of the wrong kind, also
+    ///   when no model exists yet.
+    /// - Complexity: O(n) in the number of models of the type in the context, plus O(k log k)
+    ///   to order k matches.
+    public func results() throws(QueryError) -> [M] {
+        let matches = try self.matches()
+        guard !sortKeys.isEmpty || limitCount != nil || offsetCount > 0 else { return matches }
+        return window(try ordered(matches))
+    }
+
+    /// How many models match, ignoring `limit` and `offset`, without collecting them.
+    ///
+    /// - Complexity: O(n) in the number of models of the type in the context.
+    public func count() throws(QueryError) -> Int {
+        var count = 0
+        try scan { _ in count += 1 }
+        return count
+    }
+
+    /// The first matching model in the query's order (after `offset`), or `nil`.
+    ///
+    /// - Complexity: O(n) in the number of models of the type, plus O(k log k) with an order.
+    public func first() throws(QueryError) -> M? {
+        try limit(1).results().first
+    }
+
+    /// The page of results the window selects, with the number of models that matched in all.
+    ///
+    /// - Complexity: O(n) in the number of models of the type, plus O(k log k) for k matches.
+    public func page() throws(QueryError) -> QueryPage<M> {
+        let matches = try self.matches()
+        return QueryPage(models: window(try ordered(matches)), totalCount: matches.count)
+    }
+
+    // MARK: - Internals
+
+    private func matches() throws(QueryError) -> [M] {
+        var matches: [M] = []
+        try scan { matches.append($0) }
+        return matches
+    }
+
+    private func scan(_ body: (M) -> Void) throws(QueryError) {
+        try guarded {
+            let node = predicate.node
+            let template: ModelValue.Object? =
+                if case .object(let object)? = DefaultValues.of(M.self) { object } else { nil }
+            try node.validate(template: template, modelName: M.modelName)
+            for key in sortKeys { try validate(key, template: template) }
+            let models = (context ?? ModelContext.current).models(of: M.self)
+            if case .always = node {
+                models.forEach(body)
+                return
+            }
+            if !node.usesKeys {
+                // Typed conditions only: no encoding, no reader.
+                for model in models where try evaluateTyped(node, model.storage.values) { body(model) }
+                return
+            }
+            let evaluator = PredicateEvaluator<M>(node)
+            for model in models where try evaluator.matches(model) { body(model) }
+        }
+    }
+
+    private func evaluateTyped(_ node: ModelPredicate<M>.Node, _ values: M.Properties) throws -> Bool {
+        switch node {
+        case .always: return true
+        case .typed(let test): return test(values)
+        case .and(let nodes):
+            for node in nodes where try !evaluateTyped(node, values) { return false }
+            return true
+        case .or(let nodes):
+            for node in nodes where try evaluateTyped(node, values) { return true }
+            return false
+        case .not(let node): return try !evaluateTyped(node, values)
+        case .keyed: return false  // not reached: keyed predicates go through the evaluator
+        }
+    }
+
+    private func validate(_ key: SortKey<M>, template: ModelValue.Object?) throws {
+        switch key {
+        case .typed: return
+        case .keyed(let path, _, _), .distance(let path, _):
+            try ModelPredicate<M>.Node.keyed(path: path, condition: .exists).validate(template: template, modelName: M.modelName)
+        }
+    }
+
+    private func window(_ models: [M]) -> [M] {
+        let start = min(offsetCount, models.count)
+        let end = limitCount.map { min(models.count, start + $0) } ?? models.count
+        return Array(models[start..<end])
+    }
+
+    /// The matches in the query's order; without sort keys, in model-id order, so that pages
+    /// are stable.
+    private func ordered(_ models: [M]) throws(QueryError) -> [M] {
+        guard !sortKeys.isEmpty else { return models.sorted { $0.modelId < $1.modelId } }
+        return try guarded {
+            let evaluator = PredicateEvaluator<M>(.always)
+            // Values for string keys are read once per model, not once per comparison.
+            var rows: [(model: M, values: [ModelValue])] = []
+            rows.reserveCapacity(models.count)
+            for model in models {
+                var values: [ModelValue] = []
+                for key in sortKeys {
+                    switch key {
+                    case .typed: values.append(.null)
+                    case .keyed(let path, _, _): values.append(try evaluator.value(at: path, of: model))
+                    case .distance(let path, let center):
+                        let point = try evaluator.value(at: path, of: model).geoPoint
+                        values.append(.double(point.map { $0.distance(to: center) } ?? .infinity))
+                    }
+                }
+                rows.append((model, values))
+            }
+            try rows.sort { a, b in
+                for (index, key) in sortKeys.enumerated() {
+                    let result: ComparisonResult
+                    let ascending: Bool
+                    switch key {
+                    case .typed(let up, let compare):
+                        result = compare(a.model.storage.values, b.model.storage.values)
+                        ascending = up
+                    case .keyed(let path, let up, let options):
+                        result = try Self.order(a.values[index], b.values[index], options: options, key: path)
+                        ascending = up
+                    case .distance(let path, _):
+                        result = try Self.order(a.values[index], b.values[index], options: [], key: path)
+                        ascending = true
+                    }
+                    if result != .orderedSame { return (result == .orderedAscending) == ascending }
+                }
+                return a.model.modelId < b.model.modelId
+            }
+            return rows.map(\.model)
+        }
+    }
+
+    /// The sort order of two values read by string key: nil first, then by value.
+    private static func order(_ a: ModelValue, _ b: ModelValue, options: StringOptions, key: [String]) throws
+        -> ComparisonResult
+    {
+        switch (a, b) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        default:
+            if let result = a.compare(to: b, options: options) { return result }
+            if case .double(let x) = a, case .double(let y) = b, x.isNaN || y.isNaN {
+                return x.isNaN == y.isNaN ? .orderedSame : (x.isNaN ? .orderedDescending : .orderedAscending)
+            }
+            throw QueryError(
+                .incompatibleTypes, modelName: M.modelName, key: key.joined(separator: "."),
+                expected: "values that can be ordered", found: "\(a.kindName) and \(b.kindName)")
+        }
+    }
+
+    /// Runs `body`, turning any error into a ``QueryError``.
+    private func guarded<T>(_ body: () throws -> T) throws(QueryError) -> T {
+        do {
+            return try body()
+        } catch let error as QueryError {
+            throw error
+        } catch {
+            throw QueryError(.invalidCondition, modelName: M.modelName, expected: "a query that runs", found: "\(error)")
+        }
+    }
+}

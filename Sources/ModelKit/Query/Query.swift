@@ -1,0 +1,157 @@
+import Foundation
+
+/// A query over the models of one type in a context: a filter, an order and a window.
+///
+/// ```swift
+/// let page = try Author.query()
+///     .where(\.age, .between(24, 35))
+///     .filter("name BEGINSWITH[c] 'jo' OR tags CONTAINS 'swift'")
+///     .sorted(by: \.name)
+///     .offset(20)
+///     .limit(10)
+///     .page()
+/// page.models      // at most 10 authors
+/// page.totalCount  // how many matched in all
+/// ```
+///
+/// A query is a value: each method returns a new query. Nothing is read until ``results()``,
+/// ``count()``, ``first()`` or ``page()`` runs it, against the models in the context at that
+/// moment. Like any use of models, run a query on the thread (or task) that uses them.
+public struct Query<M: Model> {
+    let context: ModelContext?
+    var predicate: ModelPredicate<M> = .all
+    var sortKeys: [SortKey<M>] = []
+    var limitCount: Int?
+    var offsetCount = 0
+
+    init(context: ModelContext?) {
+        self.context = context
+    }
+
+    /// Only models that also satisfy `predicate`.
+    public func filter(_ predicate: ModelPredicate<M>) -> Self {
+        var query = self
+        query.predicate = query.predicate && predicate
+        return query
+    }
+
+    /// Only models that also satisfy `text`, in the query language.
+    ///
+    /// - Throws: ``QueryError/Code/syntax`` with the column where `text` goes wrong.
+    public func filter(_ text: String) throws(QueryError) -> Self {
+        filter(try ModelPredicate(text))
+    }
+
+    /// Only models whose property at `keyPath` satisfies `condition`.
+    public func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value>, _ condition: Condition<Value>) -> Self {
+        filter(.where(keyPath, condition))
+    }
+
+    /// Only models whose optional property at `keyPath` is not nil and satisfies `condition`.
+    public func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value?>, _ condition: Condition<Value>) -> Self {
+        filter(.where(keyPath, condition))
+    }
+
+    /// Only models whose property at `key` (a dotted path) satisfies `condition`: the seed's
+    /// `key:condition:value:`. Any number of conditions may name the same key.
+    public func `where`(_ key: String, _ condition: QueryCondition) -> Self {
+        filter(.where(key, condition))
+    }
+
+    /// Orders the results by the property at `keyPath`; later calls break ties of earlier ones.
+    public func sorted<Value: Comparable>(by keyPath: KeyPath<M.Properties, Value>, ascending: Bool = true) -> Self {
+        var query = self
+        query.sortKeys.append(.typed(ascending: ascending) { a, b in Self.order(a[keyPath: keyPath], b[keyPath: keyPath]) })
+        return query
+    }
+
+    /// Orders the results by an optional property; nil comes before every value in ascending
+    /// order (after every value in descending order).
+    public func sorted<Value: Comparable>(by keyPath: KeyPath<M.Properties, Value?>, ascending: Bool = true) -> Self {
+        var query = self
+        query.sortKeys.append(
+            .typed(ascending: ascending) { a, b in
+                switch (a[keyPath: keyPath], b[keyPath: keyPath]) {
+                case (nil, nil): return .orderedSame
+                case (nil, _): return .orderedAscending
+                case (_, nil): return .orderedDescending
+                case (let x?, let y?): return Self.order(x, y)
+                }
+            })
+        return query
+    }
+
+    /// Orders the results by the property at `key` (a dotted path). Nil comes first in
+    /// ascending order; strings compare by Unicode scalars (see ``StringOptions``).
+    public func sorted(by key: String, ascending: Bool = true, options: StringOptions = []) -> Self {
+        var query = self
+        let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        query.sortKeys.append(.keyed(path: path, ascending: ascending, options: options))
+        return query
+    }
+
+    /// Orders the results nearest first by the distance of the ``GeoPoint`` at `keyPath` from
+    /// `center`.
+    public func sorted(byDistanceOf keyPath: KeyPath<M.Properties, GeoPoint>, from center: GeoPoint) -> Self {
+        var query = self
+        query.sortKeys.append(
+            .typed(ascending: true) { a, b in
+                Self.order(a[keyPath: keyPath].distance(to: center), b[keyPath: keyPath].distance(to: center))
+            })
+        return query
+    }
+
+    /// Orders the results nearest first by the distance of the ``GeoPoint`` at `key` from `center`;
+    /// models without a point come last.
+    public func sorted(byDistanceOf key: String, from center: GeoPoint) -> Self {
+        var query = self
+        let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        query.sortKeys.append(.distance(path: path, center: center))
+        return query
+    }
+
+    /// At most `count` results. Paging without an order goes by model id, so pages don't overlap.
+    public func limit(_ count: Int) -> Self {
+        var query = self
+        query.limitCount = max(0, count)
+        return query
+    }
+
+    /// Skips the first `count` results.
+    public func offset(_ count: Int) -> Self {
+        var query = self
+        query.offsetCount = max(0, count)
+        return query
+    }
+
+    static func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+        a == b ? .orderedSame : (a < b ? .orderedAscending : .orderedDescending)
+    }
+}
+
+/// One key of a query's order.
+enum SortKey<M: Model> {
+    case typed(ascending: Bool, (M.Properties, M.Properties) -> ComparisonResult)
+    case keyed(path: [String], ascending: Bool, options: StringOptions)
+    case distance(path: [String], center: GeoPoint)
+}
+
+/// A page of results with the number of models that matched in all: the seed's
+/// `MKitQueryResultKey` and `MKitQueryItemCountKey`.
+public struct QueryPage<M: Model> {
+    /// The models in the page, in the query's order.
+    public let models: [M]
+    /// How many models matched, ignoring `limit` and `offset`.
+    public let totalCount: Int
+}
+
+extension Model {
+    /// A query over the models of this type in `context` (the current context when `nil`).
+    ///
+    /// ```swift
+    /// let authors = try Author.query().where(\.age, .greaterThan(30)).results()
+    /// ```
+    public static func query(in context: ModelContext? = nil) -> Query<Self> {
+        Query(context: context)
+    }
+}
