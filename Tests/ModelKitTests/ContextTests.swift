@@ -261,3 +261,43 @@ struct ContextStackTests {
         ModelContext.pop()
     }
 }
+
+@Suite("Models by type")
+struct ModelsByTypeTests {
+    @Test("models(of:) stays exact through random inserts, removes, moves and clears")
+    func randomOperations() {
+        var random = SplitMix64(seed: 99)
+        let context = ModelContext()
+        let other = ModelContext()
+        var pool: [Note] = (0..<50).map { _ in Note.instance(in: context) }
+        var expected = Set(pool.map(ObjectIdentifier.init))
+        for step in 0..<2_000 {
+            let note = pool[Int(random.next() % UInt64(pool.count))]
+            switch random.next() % 5 {
+            case 0:
+                context.remove(note)
+                expected.remove(ObjectIdentifier(note))
+            case 1:
+                context.insert(note)
+                expected.insert(ObjectIdentifier(note))
+            case 2:
+                other.insert(note)  // moves it out of `context`
+                expected.remove(ObjectIdentifier(note))
+            case 3:
+                let fresh = Note.instance(in: context)
+                pool.append(fresh)
+                expected.insert(ObjectIdentifier(fresh))
+            default:
+                if step % 400 == 399 {
+                    context.clear()
+                    expected.removeAll()
+                }
+            }
+            let listed = context.models(of: Note.self)
+            #expect(listed.count == Set(listed.map(ObjectIdentifier.init)).count)
+            #expect(Set(listed.map(ObjectIdentifier.init)) == expected, "step \(step)")
+            if Set(listed.map(ObjectIdentifier.init)) != expected { return }
+        }
+        #expect(context.models(of: Author.self).isEmpty)
+    }
+}

@@ -30,6 +30,42 @@ public final class ModelContext: @unchecked Sendable {
         var objectIds: [ObjectKey: any Model] = [:]
         /// What was inserted, updated and removed since the last `resetChanges()`.
         var log = ChangeLog()
+        /// The models of each type, in a typed array (a `TypeList<M>`), so that listing or
+        /// querying one type neither walks the others nor casts each model.
+        var byType: [ObjectIdentifier: AnyObject] = [:]
+
+        /// Appends `model` to its type's list, remembering its position in its storage.
+        mutating func addToTypeList<M: Model>(_ model: M) {
+            let key = ObjectIdentifier(M.self)
+            let list: TypeList<M>
+            if let existing = byType[key] {
+                list = unsafeDowncast(existing, to: TypeList<M>.self)
+            } else {
+                list = TypeList<M>()
+                byType[key] = list
+            }
+            model.storage.box.typeSlot = list.models.count
+            list.models.append(model)
+        }
+
+        /// Removes `model`, found at `slot`, from its type's list in O(1), moving the last model
+        /// into its place. `slot` is passed in because a model moving to another context has
+        /// already been given its slot there.
+        mutating func removeFromTypeList<M: Model>(_ model: M, at slot: Int) {
+            guard let existing = byType[ObjectIdentifier(M.self)] else { return }
+            let list = unsafeDowncast(existing, to: TypeList<M>.self)
+            guard list.models.indices.contains(slot), list.models[slot] === model else { return }
+            let last = list.models.removeLast()
+            if slot < list.models.count {
+                list.models[slot] = last
+                last.storage.box.typeSlot = slot
+            }
+        }
+    }
+
+    /// The models of one type in a context.
+    final class TypeList<M: Model> {
+        var models: [M] = []
     }
 
     struct ObjectKey: Hashable {
@@ -89,9 +125,15 @@ public final class ModelContext: @unchecked Sendable {
 
     /// The models of type `type` in the context, in no particular order.
     ///
-    /// - Complexity: O(n) in the number of models in the context.
+    /// Models are listed by the type they were inserted as: use final model classes.
+    ///
+    /// - Complexity: O(1): the context keeps a list per type, and the array shares its storage
+    ///   until either is changed.
     public func models<M: Model>(of type: M.Type) -> [M] {
-        registry.withLock { registry in registry.models.values.compactMap { $0 as? M } }
+        registry.withLock { registry in
+            guard let list = registry.byType[ObjectIdentifier(M.self)] else { return [] }
+            return unsafeDowncast(list, to: TypeList<M>.self).models
+        }
     }
 
     /// The model with `modelId`, whatever its type.
@@ -137,6 +179,7 @@ public final class ModelContext: @unchecked Sendable {
     public func insert<M: Model>(_ model: M) -> M {
         let previous = model.storage.context
         if previous === self { return model }
+        let previousSlot = model.storage.box.typeSlot
         ModelRegistry.noteUse(of: M.self)
         let id = model.storage.metadata.modelId
         let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
@@ -147,6 +190,7 @@ public final class ModelContext: @unchecked Sendable {
             if let objectKey, let existing = registry.objectIds[objectKey] { return existing }
             registry.models[id] = model
             if let objectKey { registry.objectIds[objectKey] = model }
+            registry.addToTypeList(model)
             countsAsInserted = registry.log.inserted(id)
             return nil
         }
@@ -155,7 +199,7 @@ public final class ModelContext: @unchecked Sendable {
             return existing as? M ?? model
         }
         // Only now that this context holds the model does it leave the one it was in.
-        previous?.remove(model)
+        previous?.remove(model, typeSlot: previousSlot)
         model.storage.context = self
         model.storage.metadata.membership = .managed
         model.storage.quietEpoch = 0  // its writes must now be noted by this context
@@ -172,11 +216,16 @@ public final class ModelContext: @unchecked Sendable {
     ///
     /// - Complexity: O(1).
     public func remove<M: Model>(_ model: M) {
+        remove(model, typeSlot: model.storage.box.typeSlot)
+    }
+
+    private func remove<M: Model>(_ model: M, typeSlot: Int) {
         let id = model.storage.metadata.modelId
         let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
         let removed = registry.withLock { registry -> Bool in
             guard let held = registry.models[id], held === model else { return false }
             registry.models[id] = nil
+            registry.removeFromTypeList(model, at: typeSlot)
             if let objectId = model.storage.metadata.objectId {
                 let key = ObjectKey(type: ObjectIdentifier(M.self), objectId: objectId)
                 if registry.objectIds[key] === model { registry.objectIds[key] = nil }

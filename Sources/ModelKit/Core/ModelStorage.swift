@@ -133,6 +133,9 @@ public struct ModelStorage<Properties: Codable> {
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.
     @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
+    /// The model's position in its context's list of models of its type (see
+    /// `ModelContext.Registry`), or -1. Changed under the context's lock.
+    @exclusivity(unchecked) var typeSlot = -1
 
     init(values: Properties, metadata: ModelMetadata) {
         self.values = values
