@@ -47,6 +47,8 @@ struct Session {
     /// Prints every run's time to standard error.
     var verbose = false
     var checksum = Checksum()
+    /// Also runs the slowest peers at the largest sizes (`--full`).
+    var full = false
 }
 
 /// One thing being timed: ModelKit, a peer, or one phase of ModelKit's work.
