@@ -36,6 +36,10 @@ enum Benchmarks {
         lookupObjectId,
         serializeJSON,
         deserializeJSON,
+        writeJSON,
+        loadJSON,
+        writePlist,
+        loadPlist,
     ]
 
     static var names: [String] { all.map(\.name) }
