@@ -12,8 +12,10 @@ struct Options: Equatable {
     var runs: Int?
     /// Prints the time of every run, not only the medians.
     var verbose = false
-    /// Also runs NSKeyedArchiver and NSKeyedUnarchiver from a million posts (minutes a run).
+    /// Also runs NSKeyedArchiver and NSKeyedUnarchiver above `Benchmarks.slowPeerLimit` posts.
     var full = false
+    /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
+    var subjects: [String]?
 
     /// Whether `--filter` selects the benchmark called `name`.
     func selects(_ name: String) -> Bool {
@@ -41,7 +43,8 @@ struct UsageError: Error, CustomStringConvertible {
 
 enum CLI {
     static let usage = """
-        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT,...] [--json FILE] [--runs N] [--full] [--verbose]
+        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT,...] [--json FILE] [--runs N] [--full]
+                                  [--subjects NAME,...] [--verbose]
 
         Times ModelKit against plain Swift and Foundation on a blog graph of n posts and
         n/10 authors (each post references its author, each author holds its posts).
@@ -57,8 +60,11 @@ enum CLI {
                            with "peakRSSBytes" where peak memory is measured (Linux)
           --runs N         timed runs per benchmark, subject and size
                            (default: 3 for n >= 1000000, 5 otherwise; the median is reported)
-          --full           also run NSKeyedArchiver and NSKeyedUnarchiver at 1000000 posts
-                           and more (skipped by default: minutes a run)
+          --full           also run NSKeyedArchiver and NSKeyedUnarchiver above 10000 posts
+                           on Linux, 100000 elsewhere (skipped by default: too slow)
+          --subjects NAME,...
+                           run only these subjects of write-json, load-json, write-plist
+                           and load-plist (for example ModelKit, to re-measure it alone)
           --verbose        also print every run's time (to standard error)
           -h, --help       print this help
 
@@ -103,6 +109,10 @@ enum CLI {
                 options.verbose = true
             case "--full":
                 options.full = true
+            case "--subjects":
+                let names = try value().split(separator: ",").map(String.init)
+                guard !names.isEmpty else { throw UsageError(description: "--subjects needs subject names") }
+                options.subjects = names
             case "--filter":
                 options.filter = try value()
             case "--json":

@@ -49,6 +49,13 @@ struct Session {
     var checksum = Checksum()
     /// Also runs the slowest peers at the largest sizes (`--full`).
     var full = false
+    /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
+    var subjects: [String]?
+
+    /// Whether the write and load benchmarks run `subject`.
+    func includes(subject: String) -> Bool {
+        subjects?.contains(subject) ?? true
+    }
 }
 
 /// One thing being timed: ModelKit, a peer, or one phase of ModelKit's work.

@@ -19,7 +19,7 @@ func runBenchmarks(_ options: Options) throws {
     print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
 
     var report = Report()
-    var session = Session(runs: 1, verbose: options.verbose, full: options.full)
+    var session = Session(runs: 1, verbose: options.verbose, full: options.full, subjects: options.subjects)
     for n in options.sizes {
         let data = BlogData(posts: n)
         session.runs = options.runs(for: n)
