@@ -31,8 +31,8 @@ struct AdapterError: Error, CustomStringConvertible {
 
 /// Writes every model of `context` to the file at `url` (replacing it atomically).
 func modelKitWrite(_ context: ModelContext, to url: URL, format: PersistenceFormat) throws {
-    // Today: the root that reaches the whole graph (an O(n) scan of the context, a few
-    // milliseconds at a million posts).
+    // Today: the root that reaches the whole graph (an O(n) scan of the context, small next to
+    // the write itself).
     guard let blog = context.models(of: BenchBlog.self).first else {
         throw AdapterError(description: "the context holds no blog to write")
     }
