@@ -84,7 +84,7 @@ extension Benchmarks {
                         + "\(megabytes(run.peak)) (\(fixed(Double(run.peak) / Double(builtBytes), 2)) x)")
             }
         }
-        notes.insert("files: " + files.joined(separator: ", "), at: 0)
+        if !files.isEmpty { notes.insert("files: " + files.joined(separator: ", "), at: 0) }
         return BenchmarkResult(rows: rows, notes: notes, peakRSSBytes: peaks)
     }
 
@@ -119,7 +119,7 @@ extension Benchmarks {
             peaks[subject.name] = run.peak
             notes.append("\(subject.name): RSS before loading \(megabytes(run.start)), peak while loading \(megabytes(run.peak))")
         }
-        notes.insert("files: " + files.joined(separator: ", "), at: 0)
+        if !files.isEmpty { notes.insert("files: " + files.joined(separator: ", "), at: 0) }
         return BenchmarkResult(rows: zip(subjects, medians).map { ($0.name, $1) }, notes: notes, peakRSSBytes: peaks)
     }
 }
