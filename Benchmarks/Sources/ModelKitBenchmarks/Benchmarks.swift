@@ -10,6 +10,8 @@ struct Benchmark: Sendable {
 struct BenchmarkResult {
     var rows: [(subject: String, seconds: Double)]
     var notes: [String] = []
+    /// Peak resident memory in bytes during the runs of the subjects that measure it.
+    var peakRSSBytes: [String: Int] = [:]
 
     /// Times `subjects` (ModelKit first, then its peers) and `extras` (parts of ModelKit's work,
     /// or variants of a peer), all interleaved. Extras are reported in notes, not as rows, with
@@ -36,6 +38,10 @@ enum Benchmarks {
         deserializeJSON,
         setProperty,
         setPropertyBatched,
+        writeJSON,
+        loadJSON,
+        writePlist,
+        loadPlist,
     ]
 
     static var names: [String] { all.map(\.name) }

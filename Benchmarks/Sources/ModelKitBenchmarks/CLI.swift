@@ -4,7 +4,7 @@
 struct Options: Equatable {
     /// Numbers of posts (the blog graph has n posts and n / 10 authors).
     var sizes: [Int] = [10_000, 100_000, 1_000_000]
-    /// Runs only the benchmarks whose name contains this text.
+    /// Runs only the benchmarks whose name contains this text, or one of its comma-separated parts.
     var filter: String?
     /// Where to write the JSON report, if anywhere.
     var jsonPath: String?
@@ -12,6 +12,16 @@ struct Options: Equatable {
     var runs: Int?
     /// Prints the time of every run, not only the medians.
     var verbose = false
+    /// Also runs NSKeyedArchiver and NSKeyedUnarchiver above `Benchmarks.slowPeerLimit` posts.
+    var full = false
+    /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
+    var subjects: [String]?
+
+    /// Whether `--filter` selects the benchmark called `name`.
+    func selects(_ name: String) -> Bool {
+        guard let filter else { return true }
+        return filter.split(separator: ",").contains { name.contains($0) }
+    }
 
     /// The number of timed runs at size `n`: the `--runs` value, else 3 from a million posts up
     /// and 5 below.
@@ -33,7 +43,8 @@ struct UsageError: Error, CustomStringConvertible {
 
 enum CLI {
     static let usage = """
-        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT] [--json FILE] [--runs N] [--verbose]
+        Usage: ModelKitBenchmarks [--sizes N,N,...] [--filter TEXT,...] [--json FILE] [--runs N] [--full]
+                                  [--subjects NAME,...] [--verbose]
 
         Times ModelKit against plain Swift and Foundation on a blog graph of n posts and
         n/10 authors (each post references its author, each author holds its posts).
@@ -41,11 +52,19 @@ enum CLI {
         Options:
           --sizes N,N,...  numbers of posts to run (default: 10000,100000,1000000;
                            underscores and k/M suffixes are accepted: 10k,1_000_000,1M)
-          --filter TEXT    run only benchmarks whose name contains TEXT
+          --filter TEXT,...
+                           run only benchmarks whose name contains TEXT (or one of
+                           the comma-separated TEXTs: write-json,load-json)
           --json FILE      also write the medians as a JSON array of
-                           {"benchmark", "n", "subject", "seconds"} objects to FILE
+                           {"benchmark", "n", "subject", "seconds"} objects to FILE,
+                           with "peakRSSBytes" where peak memory is measured (Linux)
           --runs N         timed runs per benchmark, subject and size
                            (default: 3 for n >= 1000000, 5 otherwise; the median is reported)
+          --full           also run NSKeyedArchiver and NSKeyedUnarchiver above 10000 posts
+                           on Linux, 100000 elsewhere (skipped by default: too slow)
+          --subjects NAME,...
+                           run only these subjects of write-json, load-json, write-plist
+                           and load-plist (for example ModelKit, to re-measure it alone)
           --verbose        also print every run's time (to standard error)
           -h, --help       print this help
 
@@ -88,6 +107,12 @@ enum CLI {
                 options.sizes = sizes
             case "--verbose":
                 options.verbose = true
+            case "--full":
+                options.full = true
+            case "--subjects":
+                let names = try value().split(separator: ",").map(String.init)
+                guard !names.isEmpty else { throw UsageError(description: "--subjects needs subject names") }
+                options.subjects = names
             case "--filter":
                 options.filter = try value()
             case "--json":

@@ -6,6 +6,8 @@ struct Measurement: Codable, Equatable {
     var n: Int
     var subject: String
     var seconds: Double
+    /// The subject's peak resident memory during its runs, where measured (Linux); omitted otherwise.
+    var peakRSSBytes: Int? = nil
 }
 
 /// Collects measurements, prints a table per benchmark and size, and writes the JSON report.
@@ -16,8 +18,14 @@ struct Report {
     static let modelKit = "ModelKit"
 
     /// Records the rows of one benchmark at one size (ModelKit first) and prints their table.
-    mutating func add(benchmark: String, n: Int, runs: Int, rows: [(subject: String, seconds: Double)], notes: [String]) {
-        let rows = rows.map { Measurement(benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds) }
+    mutating func add(
+        benchmark: String, n: Int, runs: Int, rows: [(subject: String, seconds: Double)], notes: [String],
+        peakRSSBytes: [String: Int] = [:]
+    ) {
+        let rows = rows.map {
+            Measurement(
+                benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds, peakRSSBytes: peakRSSBytes[$0.subject])
+        }
         measurements += rows
         print(Self.table(benchmark: benchmark, n: n, runs: runs, rows: rows, notes: notes))
         fflush(nil)  // show each table as soon as it is done, also when the output is a file

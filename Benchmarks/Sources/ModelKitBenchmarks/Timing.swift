@@ -47,6 +47,15 @@ struct Session {
     /// Prints every run's time to standard error.
     var verbose = false
     var checksum = Checksum()
+    /// Also runs the slowest peers at the largest sizes (`--full`).
+    var full = false
+    /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
+    var subjects: [String]?
+
+    /// Whether the write and load benchmarks run `subject`.
+    func includes(subject: String) -> Bool {
+        subjects?.contains(subject) ?? true
+    }
 }
 
 /// One thing being timed: ModelKit, a peer, or one phase of ModelKit's work.

@@ -6,7 +6,8 @@ import ModelKit
 
 func runBenchmarks(_ options: Options) throws {
     try ModelRegistry.register(BenchBlog.self, BenchAuthor.self, BenchPost.self)
-    let selected = Benchmarks.all.filter { options.filter.map($0.name.contains) ?? true }
+    defer { ScratchDirectory.shared.remove() }
+    let selected = Benchmarks.all.filter { options.selects($0.name) }
     guard !selected.isEmpty else {
         throw UsageError(
             description: "no benchmark name contains \"\(options.filter ?? "")\"; benchmarks: \(Benchmarks.names.joined(separator: ", "))")
@@ -18,14 +19,16 @@ func runBenchmarks(_ options: Options) throws {
     print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
 
     var report = Report()
-    var session = Session(runs: 1, verbose: options.verbose)
+    var session = Session(runs: 1, verbose: options.verbose, full: options.full, subjects: options.subjects)
     for n in options.sizes {
         let data = BlogData(posts: n)
         session.runs = options.runs(for: n)
         for benchmark in selected {
             session.label = "\(benchmark.name) n=\(n)"
             let result = try benchmark.run(data, &session)
-            report.add(benchmark: benchmark.name, n: n, runs: session.runs, rows: result.rows, notes: result.notes)
+            report.add(
+                benchmark: benchmark.name, n: n, runs: session.runs, rows: result.rows, notes: result.notes,
+                peakRSSBytes: result.peakRSSBytes)
         }
     }
     if let path = options.jsonPath {
