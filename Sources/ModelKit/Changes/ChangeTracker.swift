@@ -65,36 +65,75 @@ import Synchronization
 @usableFromInline enum ObservationSlots {
     /// The subject every access and change is reported on: registrars match by key path only.
     @usableFromInline final class Subject: Observable, Sendable {
-        static let shared = Subject()
         subscript(pair pair: Int) -> Int { pair }
     }
 
-    static let registrars: [ObservationRegistrar] = (0..<1024).map { _ in ObservationRegistrar() }
-    static let keyPaths: [KeyPath<Subject, Int> & Sendable] = (0..<1024).map { \Subject.[pair: $0] }
+    /// The registrars, key paths and subject, made once and never freed. The registrars live in
+    /// raw memory: `ObservationRegistrar` is a resilient type, and reading one out of an array
+    /// would copy it through its value witnesses on every read of every model.
+    final class Table: @unchecked Sendable {
+        let registrars: UnsafeMutablePointer<Unmanaged<Registrar>>
+        let keyPaths: UnsafeMutablePointer<Unmanaged<KeyPath<Subject, Int>>>
+        let subject = Subject()
 
-    /// The registrar and key path of the model that owns `box`.
-    static func pair(for box: AnyObject) -> (ObservationRegistrar, KeyPath<Subject, Int> & Sendable) {
-        // Fibonacci hashing of the box's address: its top 20 bits pick the pair.
-        let mixed = UInt64(UInt(bitPattern: ObjectIdentifier(box).hashValue)) &* 0x9E37_79B9_7F4A_7C15
-        return (registrars[Int(mixed >> 54)], keyPaths[Int((mixed >> 44) & 1023)])
+        init() {
+            registrars = .allocate(capacity: 1024)
+            keyPaths = .allocate(capacity: 1024)
+            for index in 0..<1024 {
+                (registrars + index).initialize(to: .passRetained(Registrar()))
+                (keyPaths + index).initialize(to: .passRetained(\Subject.[pair: index]))
+            }
+        }
     }
 
-    /// Tells the framework that a property of the model that owns `box` is read.
-    @usableFromInline static func access(_ box: AnyObject) {
-        let (registrar, keyPath) = pair(for: box)
-        registrar.access(Subject.shared, keyPath: keyPath)
+    /// A registrar in an object: calling it through a `let` of a final class borrows it in place.
+    final class Registrar: Sendable {
+        let registrar = ObservationRegistrar()
+    }
+
+    static let table = Table()
+
+    /// Fibonacci hashing of the box's address: its top 20 bits pick the registrar and key path.
+    /// (The address itself, not `hashValue`, which would run SipHash on every read.)
+    @inline(__always)
+    private static func slot(_ address: UInt) -> (registrar: Int, keyPath: Int) {
+        let mixed = UInt64(address) &* 0x9E37_79B9_7F4A_7C15
+        return (Int(mixed >> 54), Int((mixed >> 44) & 1023))
+    }
+
+    @inline(__always)
+    private static func slot(_ box: AnyObject) -> (registrar: Int, keyPath: Int) {
+        slot(UInt(bitPattern: ObjectIdentifier(box)))
+    }
+
+    /// Tells the framework that a property of the model whose box is at `address` is read.
+    ///
+    /// It takes the address as a number, not the box: the read path then has no object to keep
+    /// alive across this call.
+    @usableFromInline static func access(_ address: UInt) {
+        let table = self.table
+        let slot = slot(address)
+        table.keyPaths[slot.keyPath]._withUnsafeGuaranteedRef { keyPath in
+            table.registrars[slot.registrar]._withUnsafeGuaranteedRef { $0.registrar.access(table.subject, keyPath: keyPath) }
+        }
     }
 
     /// Tells the framework that a property of the model that owns `box` is about to change.
     @usableFromInline static func willSet(_ box: AnyObject) {
-        let (registrar, keyPath) = pair(for: box)
-        registrar.willSet(Subject.shared, keyPath: keyPath)
+        let table = self.table
+        let slot = slot(box)
+        table.keyPaths[slot.keyPath]._withUnsafeGuaranteedRef { keyPath in
+            table.registrars[slot.registrar]._withUnsafeGuaranteedRef { $0.registrar.willSet(table.subject, keyPath: keyPath) }
+        }
     }
 
     /// Tells the framework that a property of the model that owns `box` changed.
     @usableFromInline static func didSet(_ box: AnyObject) {
-        let (registrar, keyPath) = pair(for: box)
-        registrar.didSet(Subject.shared, keyPath: keyPath)
+        let table = self.table
+        let slot = slot(box)
+        table.keyPaths[slot.keyPath]._withUnsafeGuaranteedRef { keyPath in
+            table.registrars[slot.registrar]._withUnsafeGuaranteedRef { $0.registrar.didSet(table.subject, keyPath: keyPath) }
+        }
     }
 }
 
@@ -174,7 +213,7 @@ extension Model {
             box.observed = true
             box.quietEpoch = 0
         }
-        ObservationSlots.access(box)
+        ObservationSlots.access(UInt(bitPattern: ObjectIdentifier(box)))
     }
 
     /// The slow path before a write, for the inlined property setters: `model` is retained by the

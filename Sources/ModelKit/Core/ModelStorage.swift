@@ -141,6 +141,13 @@ public struct ModelStorage<Properties: Codable> {
         self.values = values
         self.metadata = metadata
     }
+
+    /// Calls `body` with the address of the properties, for reading stored properties at their
+    /// offsets (`MemoryLayout<Properties>.offset(of:)`). The pointer is valid only during `body`.
+    @inlinable
+    func withValuesPointer<Result>(_ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
+        try withUnsafeMutablePointer(to: &values) { try body(UnsafeRawPointer($0)) }
+    }
 }
 
 /// The framework-managed part of a model: identity, dates, state.

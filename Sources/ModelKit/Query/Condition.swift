@@ -12,68 +12,69 @@ import Foundation
 /// Conditions combine with `&&`, `||` and `!` when they are on the same property:
 /// `.where(\.age, .lessThan(20) || .greaterThan(60))`.
 public struct Condition<Value> {
-    let test: (Value) -> Bool
+    @usableFromInline let test: (Value) -> Bool
 
     /// A condition that runs `test` on the property's value.
+    @inlinable
     public init(_ test: @escaping (Value) -> Bool) {
         self.test = test
     }
 
     /// Both conditions hold.
-    public static func && (lhs: Self, rhs: Self) -> Self {
+    @inlinable public static func && (lhs: Self, rhs: Self) -> Self {
         Self { lhs.test($0) && rhs.test($0) }
     }
 
     /// Either condition holds.
-    public static func || (lhs: Self, rhs: Self) -> Self {
+    @inlinable public static func || (lhs: Self, rhs: Self) -> Self {
         Self { lhs.test($0) || rhs.test($0) }
     }
 
     /// The condition doesn't hold.
-    public static prefix func ! (condition: Self) -> Self {
+    @inlinable public static prefix func ! (condition: Self) -> Self {
         Self { !condition.test($0) }
     }
 }
 
 extension Condition where Value: Equatable {
     /// The property equals `value`.
-    public static func equals(_ value: Value) -> Self { Self { $0 == value } }
+    @inlinable public static func equals(_ value: Value) -> Self { Self { $0 == value } }
 
     /// The property differs from `value`.
-    public static func notEquals(_ value: Value) -> Self { Self { $0 != value } }
+    @inlinable public static func notEquals(_ value: Value) -> Self { Self { $0 != value } }
 
     /// The property equals one of `values`.
     ///
     /// - Complexity: O(*k*) per model for *k* values (O(1) when the values are `Hashable`).
-    public static func `in`(_ values: [Value]) -> Self { Self { values.contains($0) } }
+    @inlinable public static func `in`(_ values: [Value]) -> Self { Self { values.contains($0) } }
 
     /// The property equals none of `values`.
-    public static func notIn(_ values: [Value]) -> Self { Self { !values.contains($0) } }
+    @inlinable public static func notIn(_ values: [Value]) -> Self { Self { !values.contains($0) } }
 }
 
 extension Condition where Value: Hashable {
     /// The property equals one of `values`, looked up in a set.
-    public static func `in`(_ values: [Value]) -> Self {
+    @inlinable public static func `in`(_ values: [Value]) -> Self {
         let set = Set(values)
         return Self { set.contains($0) }
     }
 
     /// The property equals none of `values`, looked up in a set.
-    public static func notIn(_ values: [Value]) -> Self {
+    @inlinable public static func notIn(_ values: [Value]) -> Self {
         let set = Set(values)
         return Self { !set.contains($0) }
     }
 }
 
 extension Condition where Value: Comparable {
-    public static func greaterThan(_ value: Value) -> Self { Self { $0 > value } }
-    public static func greaterThanOrEqual(_ value: Value) -> Self { Self { $0 >= value } }
-    public static func lessThan(_ value: Value) -> Self { Self { $0 < value } }
-    public static func lessThanOrEqual(_ value: Value) -> Self { Self { $0 <= value } }
+    @inlinable public static func greaterThan(_ value: Value) -> Self { Self { $0 > value } }
+    @inlinable public static func greaterThanOrEqual(_ value: Value) -> Self { Self { $0 >= value } }
+    @inlinable public static func lessThan(_ value: Value) -> Self { Self { $0 < value } }
+    @inlinable public static func lessThanOrEqual(_ value: Value) -> Self { Self { $0 <= value } }
 
     /// `lower <= property <= upper`: both bounds are included. An empty range (`lower > upper`)
     /// matches nothing.
-    public static func between(_ lower: Value, _ upper: Value) -> Self {
+    @inlinable public static func between(_ lower: Value, _ upper: Value) -> Self {
         Self { lower <= $0 && $0 <= upper }
     }
 }
@@ -110,15 +111,15 @@ extension Condition where Value == String {
 
 extension Condition where Value: Sequence, Value.Element: Equatable {
     /// The array property has `element` as an element.
-    public static func contains(_ element: Value.Element) -> Self { Self { $0.contains(element) } }
+    @inlinable public static func contains(_ element: Value.Element) -> Self { Self { $0.contains(element) } }
 
     /// The array property has every one of `elements`.
-    public static func containsAll(_ elements: [Value.Element]) -> Self {
+    @inlinable public static func containsAll(_ elements: [Value.Element]) -> Self {
         Self { value in elements.allSatisfy { value.contains($0) } }
     }
 
     /// The array property has at least one of `elements`.
-    public static func containsAny(_ elements: [Value.Element]) -> Self {
+    @inlinable public static func containsAny(_ elements: [Value.Element]) -> Self {
         Self { value in elements.contains { value.contains($0) } }
     }
 }
@@ -132,8 +133,8 @@ extension Condition where Value == GeoPoint {
 
 extension Condition {
     /// The optional property is not nil.
-    public static func exists<Wrapped>() -> Self where Value == Wrapped? { Self { $0 != nil } }
+    @inlinable public static func exists<Wrapped>() -> Self where Value == Wrapped? { Self { $0 != nil } }
 
     /// The optional property is nil.
-    public static func notExists<Wrapped>() -> Self where Value == Wrapped? { Self { $0 == nil } }
+    @inlinable public static func notExists<Wrapped>() -> Self where Value == Wrapped? { Self { $0 == nil } }
 }

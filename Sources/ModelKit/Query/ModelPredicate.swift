@@ -13,10 +13,10 @@ import Foundation
 /// let parsed = try ModelPredicate<Author>("age BETWEEN {24, 35} AND (name BEGINSWITH[c] 'jo' OR tags CONTAINS 'swift')")
 /// ```
 public struct ModelPredicate<M: Model> {
-    indirect enum Node {
+    @usableFromInline indirect enum Node {
         case always
-        /// A condition on the properties, through a key path.
-        case typed((M.Properties) -> Bool)
+        /// A condition on a model's properties, through a key path.
+        case typed((M) -> Bool)
         /// A condition on the value at a string key (a dotted path).
         case keyed(path: [String], condition: QueryCondition)
         case and([Node])
@@ -24,9 +24,9 @@ public struct ModelPredicate<M: Model> {
         case not(Node)
     }
 
-    let node: Node
+    @usableFromInline let node: Node
 
-    init(_ node: Node) {
+    @usableFromInline init(_ node: Node) {
         self.node = node
     }
 
@@ -34,17 +34,34 @@ public struct ModelPredicate<M: Model> {
     public static var all: Self { Self(.always) }
 
     /// The property at `keyPath` satisfies `condition`.
+    @inlinable
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value>, _ condition: Condition<Value>) -> Self {
         let test = condition.test
-        return Self(.typed { test($0[keyPath: keyPath]) })
+        // A key path to a stored property (also nested) is read at its offset: applying a key
+        // path at run time costs more than the rest of the condition.
+        if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
+            return Self(
+                .typed { model in model.storage.box.withValuesPointer { test($0.load(fromByteOffset: offset, as: Value.self)) } })
+        }
+        return Self(.typed { test($0.storage.values[keyPath: keyPath]) })
     }
 
     /// The optional property at `keyPath` is not nil and satisfies `condition`.
+    @inlinable
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value?>, _ condition: Condition<Value>) -> Self {
         let test = condition.test
+        if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
+            return Self(
+                .typed { model in
+                    model.storage.box.withValuesPointer { pointer in
+                        guard let value = pointer.load(fromByteOffset: offset, as: Value?.self) else { return false }
+                        return test(value)
+                    }
+                })
+        }
         return Self(
             .typed {
-                guard let value = $0[keyPath: keyPath] else { return false }
+                guard let value = $0.storage.values[keyPath: keyPath] else { return false }
                 return test(value)
             })
     }
@@ -137,43 +154,45 @@ extension ModelPredicate.Node {
     }
 }
 
-/// Evaluates a predicate against models, one model at a time.
-final class PredicateEvaluator<M: Model> {
-    let node: ModelPredicate<M>.Node
+extension ModelPredicate.Node {
+    /// The predicate as one closure, built once per run: the loop over the models then only
+    /// calls it, with no tree walk and no generic metadata to look up per model.
+    func compiled(reader: PropertyValues<M>) -> (M) throws -> Bool {
+        switch self {
+        case .always:
+            return { _ in true }
+        case .typed(let test):
+            return test
+        case .and(let nodes):
+            let parts = nodes.map { $0.compiled(reader: reader) }
+            return { model in
+                for part in parts where try !part(model) { return false }
+                return true
+            }
+        case .or(let nodes):
+            let parts = nodes.map { $0.compiled(reader: reader) }
+            return { model in
+                for part in parts where try part(model) { return true }
+                return false
+            }
+        case .not(let node):
+            let part = node.compiled(reader: reader)
+            return { try !part($0) }
+        case .keyed(let path, let condition):
+            let key = path.joined(separator: ".")
+            return { model in try condition.matches(reader.value(at: path, of: model), key: key, modelName: M.modelName) }
+        }
+    }
+}
+
+/// Reads values by string key from one model after another, encoding each model's properties at
+/// most once however many conditions and sort keys read them.
+final class PropertyValues<M: Model> {
     let reader = PropertyReader()
-    private let needsProperties: Bool
     private var model: M?
     private var properties: ModelValue.Object?
 
-    init(_ node: ModelPredicate<M>.Node) {
-        self.node = node
-        self.needsProperties = node.usesKeys
-    }
-
-    func matches(_ model: M) throws -> Bool {
-        self.model = model
-        properties = nil
-        return try evaluate(node, model)
-    }
-
-    private func evaluate(_ node: ModelPredicate<M>.Node, _ model: M) throws -> Bool {
-        switch node {
-        case .always: return true
-        case .typed(let test): return test(model.storage.values)
-        case .and(let nodes):
-            for node in nodes where try !evaluate(node, model) { return false }
-            return true
-        case .or(let nodes):
-            for node in nodes where try evaluate(node, model) { return true }
-            return false
-        case .not(let node): return try !evaluate(node, model)
-        case .keyed(let path, let condition):
-            let value = try self.value(at: path, of: model)
-            return try condition.matches(value, key: path.joined(separator: "."), modelName: M.modelName)
-        }
-    }
-
-    /// The value at `path` in `model`, encoding its properties at most once per model.
+    /// The value at `path` in `model`.
     func value(at path: [String], of model: M) throws -> ModelValue {
         if self.model !== model {
             self.model = model

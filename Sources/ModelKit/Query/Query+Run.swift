@@ -60,28 +60,10 @@ extension Query {
                 models.forEach(body)
                 return
             }
-            if !node.usesKeys {
-                // Typed conditions only: no encoding, no reader.
-                for model in models where try evaluateTyped(node, model.storage.values) { body(model) }
-                return
+            let test = node.compiled(reader: PropertyValues<M>())
+            try models.withUnsafeBufferPointer { buffer in
+                for index in buffer.indices where try test(buffer[index]) { body(buffer[index]) }
             }
-            let evaluator = PredicateEvaluator<M>(node)
-            for model in models where try evaluator.matches(model) { body(model) }
-        }
-    }
-
-    private func evaluateTyped(_ node: ModelPredicate<M>.Node, _ values: M.Properties) throws -> Bool {
-        switch node {
-        case .always: return true
-        case .typed(let test): return test(values)
-        case .and(let nodes):
-            for node in nodes where try !evaluateTyped(node, values) { return false }
-            return true
-        case .or(let nodes):
-            for node in nodes where try evaluateTyped(node, values) { return true }
-            return false
-        case .not(let node): return try !evaluateTyped(node, values)
-        case .keyed: return false  // not reached: keyed predicates go through the evaluator
         }
     }
 
@@ -104,7 +86,7 @@ extension Query {
     private func ordered(_ models: [M]) throws(QueryError) -> [M] {
         guard !sortKeys.isEmpty else { return models.sorted { $0.modelId < $1.modelId } }
         return try guarded {
-            let evaluator = PredicateEvaluator<M>(.always)
+            let evaluator = PropertyValues<M>()
             // Values for string keys are read once per model, not once per comparison.
             var rows: [(model: M, values: [ModelValue])] = []
             rows.reserveCapacity(models.count)
