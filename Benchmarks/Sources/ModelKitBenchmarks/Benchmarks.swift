@@ -42,6 +42,10 @@ enum Benchmarks {
         loadJSON,
         writePlist,
         loadPlist,
+        queryBetween,
+        queryIn,
+        queryBeginsWith,
+        queryCompound,
     ]
 
     static var names: [String] { all.map(\.name) }

@@ -33,7 +33,8 @@ struct Report {
 
     /// The table for one benchmark at one size: subject, median seconds, ratio to ModelKit.
     static func table(benchmark: String, n: Int, runs: Int, rows: [Measurement], notes: [String]) -> String {
-        let base = rows.first { $0.subject == modelKit }?.seconds
+        // Against ModelKit's row, or the first row when ModelKit has several ("ModelKit (scan)", …).
+        let base = (rows.first { $0.subject == modelKit } ?? rows.first)?.seconds
         let subjectWidth = max(30, rows.map(\.subject.count).max() ?? 0)
         var lines: [String] = []
         lines.append("\(benchmark)  n=\(grouped(n))  (median of \(runs) run\(runs == 1 ? "" : "s"))")

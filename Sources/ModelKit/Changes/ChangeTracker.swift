@@ -266,6 +266,9 @@ extension Model {
                 context.noteUpdated(storage.metadata.modelId)
             }
         }
+        // Indexes re-read the model at their next use. (In the listening case above the model
+        // stays on this slow path, so every write comes here.)
+        context?.noteIndexedWrite(self)
         if tell {
             ObservationSlots.willSet(storage.box)
             pending.toldRegistrar = true

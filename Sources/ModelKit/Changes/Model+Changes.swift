@@ -165,6 +165,7 @@ extension Model {
         tracker?.original = nil
         storage.stampPending = false
         storage.quietEpoch = 0
+        storage.context?.noteIndexedWrite(self)
         if let before {
             let changes = ModelChanges.between(Self.encoded(before), Self.encoded(values))
             if !changes.isEmpty { report(changes, batched: true) }

@@ -76,6 +76,8 @@ public final class ModelContext: @unchecked Sendable {
     let registry = Locked(Registry())
     /// Closure observers and streams of the context's changes.
     let changeObservers = ObserverList()
+    /// The indexes queries use (see `addIndex(on:of:kind:key:)`).
+    let indexRegistry = IndexRegistry()
     /// Advanced by `resetChanges()`; see ``ModelStorage/insertedGeneration``.
     let generation = Atomic<UInt32>(1)
 
@@ -204,6 +206,7 @@ public final class ModelContext: @unchecked Sendable {
         model.storage.metadata.membership = .managed
         model.storage.quietEpoch = 0  // its writes must now be noted by this context
         model.storage.insertedGeneration = countsAsInserted ? generation : 0
+        indexRegistry.forEach(of: M.self) { $0.inserted(model) }
         if !changeObservers.isEmpty {
             changeObservers.notify(ModelChangeEvent(kind: .inserted, modelId: id, modelName: M.modelName), model: model)
         }
@@ -234,6 +237,7 @@ public final class ModelContext: @unchecked Sendable {
             return true
         }
         guard removed else { return }
+        indexRegistry.forEach(of: M.self) { $0.removed(model) }
         model.storage.context = nil
         model.storage.metadata.membership = .removed
         if !changeObservers.isEmpty {
@@ -256,6 +260,7 @@ public final class ModelContext: @unchecked Sendable {
             registry.log = log
             return models
         }
+        if !indexRegistry.isEmpty { indexRegistry.clear() }
         for model in models { detach(model) }
     }
 

@@ -13,11 +13,18 @@ import Foundation
 /// `.where(\.age, .lessThan(20) || .greaterThan(60))`.
 public struct Condition<Value> {
     @usableFromInline let test: (Value) -> Bool
+    /// How an index on the property can answer the condition, if one can.
+    @usableFromInline var plan: IndexPlan<Value>?
 
     /// A condition that runs `test` on the property's value.
     @inlinable
     public init(_ test: @escaping (Value) -> Bool) {
         self.test = test
+    }
+
+    @inlinable init(plan: IndexPlan<Value>, _ test: @escaping (Value) -> Bool) {
+        self.test = test
+        self.plan = plan
     }
 
     /// Both conditions hold.
@@ -38,7 +45,7 @@ public struct Condition<Value> {
 
 extension Condition where Value: Equatable {
     /// The property equals `value`.
-    @inlinable public static func equals(_ value: Value) -> Self { Self { $0 == value } }
+    @inlinable public static func equals(_ value: Value) -> Self { Self(plan: .equals(value)) { $0 == value } }
 
     /// The property differs from `value`.
     @inlinable public static func notEquals(_ value: Value) -> Self { Self { $0 != value } }
@@ -46,7 +53,7 @@ extension Condition where Value: Equatable {
     /// The property equals one of `values`.
     ///
     /// - Complexity: O(*k*) per model for *k* values (O(1) when the values are `Hashable`).
-    @inlinable public static func `in`(_ values: [Value]) -> Self { Self { values.contains($0) } }
+    @inlinable public static func `in`(_ values: [Value]) -> Self { Self(plan: .oneOf(values)) { values.contains($0) } }
 
     /// The property equals none of `values`.
     @inlinable public static func notIn(_ values: [Value]) -> Self { Self { !values.contains($0) } }
@@ -56,7 +63,7 @@ extension Condition where Value: Hashable {
     /// The property equals one of `values`, looked up in a set.
     @inlinable public static func `in`(_ values: [Value]) -> Self {
         let set = Set(values)
-        return Self { set.contains($0) }
+        return Self(plan: .oneOf(values)) { set.contains($0) }
     }
 
     /// The property equals none of `values`, looked up in a set.
@@ -67,22 +74,33 @@ extension Condition where Value: Hashable {
 }
 
 extension Condition where Value: Comparable {
-    @inlinable public static func greaterThan(_ value: Value) -> Self { Self { $0 > value } }
-    @inlinable public static func greaterThanOrEqual(_ value: Value) -> Self { Self { $0 >= value } }
-    @inlinable public static func lessThan(_ value: Value) -> Self { Self { $0 < value } }
-    @inlinable public static func lessThanOrEqual(_ value: Value) -> Self { Self { $0 <= value } }
+    @inlinable public static func greaterThan(_ value: Value) -> Self {
+        Self(plan: .range(lower: value, lowerInclusive: false, upper: nil, upperInclusive: false)) { $0 > value }
+    }
+
+    @inlinable public static func greaterThanOrEqual(_ value: Value) -> Self {
+        Self(plan: .range(lower: value, lowerInclusive: true, upper: nil, upperInclusive: false)) { $0 >= value }
+    }
+
+    @inlinable public static func lessThan(_ value: Value) -> Self {
+        Self(plan: .range(lower: nil, lowerInclusive: false, upper: value, upperInclusive: false)) { $0 < value }
+    }
+
+    @inlinable public static func lessThanOrEqual(_ value: Value) -> Self {
+        Self(plan: .range(lower: nil, lowerInclusive: false, upper: value, upperInclusive: true)) { $0 <= value }
+    }
 
     /// `lower <= property <= upper`: both bounds are included. An empty range (`lower > upper`)
     /// matches nothing.
     @inlinable public static func between(_ lower: Value, _ upper: Value) -> Self {
-        Self { lower <= $0 && $0 <= upper }
+        Self(plan: .range(lower: lower, lowerInclusive: true, upper: upper, upperInclusive: true)) { lower <= $0 && $0 <= upper }
     }
 }
 
 extension Condition where Value == String {
     /// The property begins with `prefix`.
     public static func beginsWith(_ prefix: String, options: StringOptions = []) -> Self {
-        guard !options.isEmpty else { return Self { $0.hasPrefix(prefix) } }
+        guard !options.isEmpty else { return Self(plan: .prefix(prefix)) { $0.hasPrefix(prefix) } }
         let folded = prefix.folded(options)
         return Self { $0.folded(options).hasPrefix(folded) }
     }

@@ -15,8 +15,9 @@ import Foundation
 public struct ModelPredicate<M: Model> {
     @usableFromInline indirect enum Node {
         case always
-        /// A condition on a model's properties, through a key path.
-        case typed((M) -> Bool)
+        /// A condition on a model's properties, through a key path, and how an index could
+        /// answer it.
+        case typed((M) -> Bool, IndexProbe<M>?)
         /// A condition on the value at a string key (a dotted path).
         case keyed(path: [String], condition: QueryCondition)
         case and([Node])
@@ -37,13 +38,16 @@ public struct ModelPredicate<M: Model> {
     @inlinable
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value>, _ condition: Condition<Value>) -> Self {
         let test = condition.test
+        let probe = condition.plan.map { IndexProbe<M>(keyPath: keyPath, plan: $0) }
         // A key path to a stored property (also nested) is read at its offset: applying a key
         // path at run time costs more than the rest of the condition.
         if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
             return Self(
-                .typed { model in model.storage.box.withValuesPointer { test($0.load(fromByteOffset: offset, as: Value.self)) } })
+                .typed(
+                    { model in model.storage.box.withValuesPointer { test($0.load(fromByteOffset: offset, as: Value.self)) } },
+                    probe))
         }
-        return Self(.typed { test($0.storage.values[keyPath: keyPath]) })
+        return Self(.typed({ test($0.storage.values[keyPath: keyPath]) }, probe))
     }
 
     /// The optional property at `keyPath` is not nil and satisfies `condition`.
@@ -52,18 +56,20 @@ public struct ModelPredicate<M: Model> {
         let test = condition.test
         if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
             return Self(
-                .typed { model in
-                    model.storage.box.withValuesPointer { pointer in
-                        guard let value = pointer.load(fromByteOffset: offset, as: Value?.self) else { return false }
-                        return test(value)
-                    }
-                })
+                .typed(
+                    { model in
+                        model.storage.box.withValuesPointer { pointer in
+                            guard let value = pointer.load(fromByteOffset: offset, as: Value?.self) else { return false }
+                            return test(value)
+                        }
+                    }, nil))
         }
         return Self(
-            .typed {
-                guard let value = $0.storage.values[keyPath: keyPath] else { return false }
-                return test(value)
-            })
+            .typed(
+                {
+                    guard let value = $0.storage.values[keyPath: keyPath] else { return false }
+                    return test(value)
+                }, nil))
     }
 
     /// The property at `key` satisfies `condition`. `key` may be a dotted path through nested
@@ -157,29 +163,33 @@ extension ModelPredicate.Node {
 extension ModelPredicate.Node {
     /// The predicate as one closure, built once per run: the loop over the models then only
     /// calls it, with no tree walk and no generic metadata to look up per model.
-    func compiled(reader: PropertyValues<M>) -> (M) throws -> Bool {
+    func compiled(reader: PropertyValues<M>, indexes: [any MaintainedIndex<M>] = []) -> (M) throws -> Bool {
         switch self {
         case .always:
             return { _ in true }
-        case .typed(let test):
+        case .typed(let test, _):
             return test
         case .and(let nodes):
-            let parts = nodes.map { $0.compiled(reader: reader) }
+            let parts = nodes.map { $0.compiled(reader: reader, indexes: indexes) }
             return { model in
                 for part in parts where try !part(model) { return false }
                 return true
             }
         case .or(let nodes):
-            let parts = nodes.map { $0.compiled(reader: reader) }
+            let parts = nodes.map { $0.compiled(reader: reader, indexes: indexes) }
             return { model in
                 for part in parts where try part(model) { return true }
                 return false
             }
         case .not(let node):
-            let part = node.compiled(reader: reader)
+            let part = node.compiled(reader: reader, indexes: indexes)
             return { try !part($0) }
         case .keyed(let path, let condition):
             let key = path.joined(separator: ".")
+            // An index on the key reads the property directly, without encoding the model.
+            if let index = indexes.first(where: { $0.key == key }) {
+                return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
+            }
             return { model in try condition.matches(reader.value(at: path, of: model), key: key, modelName: M.modelName) }
         }
     }

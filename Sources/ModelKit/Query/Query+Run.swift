@@ -55,15 +55,62 @@ extension Query {
                 if case .object(let object)? = DefaultValues.of(M.self) { object } else { nil }
             try node.validate(template: template, modelName: M.modelName)
             for key in sortKeys { try validate(key, template: template) }
-            let models = (context ?? ModelContext.current).models(of: M.self)
+            let context = self.context ?? ModelContext.current
+            // An index narrows the models to the candidates of one condition; the predicate then
+            // decides for each candidate exactly as a scan would.
+            let (candidates, indexes) = Self.candidates(for: node, in: context)
+            let models = candidates ?? context.models(of: M.self)
             if case .always = node {
                 models.forEach(body)
                 return
             }
-            let test = node.compiled(reader: PropertyValues<M>())
+            let test = node.compiled(reader: PropertyValues<M>(), indexes: indexes)
             try models.withUnsafeBufferPointer { buffer in
                 for index in buffer.indices where try test(buffer[index]) { body(buffer[index]) }
             }
+        }
+    }
+
+    /// The candidates an index gives for `node`, or `nil` when no index applies (scan), and the
+    /// indexes of the type, brought up to date.
+    private static func candidates(for node: ModelPredicate<M>.Node, in context: ModelContext) -> ([M]?, [any MaintainedIndex<M>])
+    {
+        guard !context.indexRegistry.isEmpty else { return (nil, []) }
+        return context.indexRegistry.withIndexes(of: M.self) { indexes in
+            guard !indexes.isEmpty else { return (nil, []) }
+            for index in indexes { index.refresh() }
+            return (plan(node, indexes), indexes)
+        }
+    }
+
+    /// The smallest candidate list the indexes give for `node`: one condition of an AND, every
+    /// branch of an OR.
+    private static func plan(_ node: ModelPredicate<M>.Node, _ indexes: [any MaintainedIndex<M>]) -> [M]? {
+        switch node {
+        case .always, .not:
+            return nil
+        case .typed(_, let probe):
+            return probe?.lookup(indexes)
+        case .keyed(let path, let condition):
+            let key = path.joined(separator: ".")
+            for index in indexes where index.key == key {
+                if let candidates = index.candidates(for: condition) { return candidates }
+            }
+            return nil
+        case .and(let nodes):
+            var best: [M]?
+            for node in nodes {
+                if let candidates = plan(node, indexes), candidates.count < (best?.count ?? .max) { best = candidates }
+            }
+            return best
+        case .or(let nodes):
+            var union: [M] = []
+            var seen = Set<ObjectIdentifier>()
+            for node in nodes {
+                guard let candidates = plan(node, indexes) else { return nil }
+                for model in candidates where seen.insert(ObjectIdentifier(model)).inserted { union.append(model) }
+            }
+            return union
         }
     }
 
