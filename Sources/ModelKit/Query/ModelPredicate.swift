@@ -186,9 +186,16 @@ extension ModelPredicate.Node {
             return { try !part($0) }
         case .keyed(let path, let condition):
             let key = path.joined(separator: ".")
-            // An index on the key reads the property directly, without encoding the model.
+            // An index on the key, or the property's place in memory, reads the property
+            // directly, without encoding the model.
             if let index = indexes.first(where: { $0.key == key }) {
                 return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
+            }
+            if let field = PropertyLayout.of(M.self).fields[key] {
+                return { model in
+                    try condition.matches(
+                        model.storage.box.withValuesPointer { field.read($0) }, key: key, modelName: M.modelName)
+                }
             }
             return { model in try condition.matches(reader.value(at: path, of: model), key: key, modelName: M.modelName) }
         }
