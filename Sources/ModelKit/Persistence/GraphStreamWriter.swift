@@ -1,0 +1,264 @@
+import Foundation
+
+/// Writes a graph of models to a ``GraphSink`` as it walks it: the persisted-file counterpart of
+/// ``GraphWriter``, producing the same ModelPointer structure inside the file envelope.
+///
+/// The walk is breadth-first with a queue (no recursion per model, so chains of any length are
+/// fine). Each model's output is streamed by ``ValueEncoder``, and the output buffer is handed to
+/// the file between models, so the whole output is never in memory at once.
+final class GraphStreamWriter<Sink: GraphSink> {
+    let sink: Sink
+    private var queue: [any Model] = []
+    private var positions: [ModelID: (index: Int, object: ObjectIdentifier)] = [:]
+    /// The context of the model being written: its references resolve there.
+    private(set) weak var ownerContext: ModelContext?
+    /// Open containers inside the current model's properties, innermost last (true: object).
+    private var open: [Bool] = []
+    /// Where a container was used out of nesting order, if one was.
+    private var misuse: String?
+    /// The last model type written and its name: model names are looked up under a lock, and
+    /// consecutive models and pointers are mostly of the same type.
+    private var lastType: ObjectIdentifier?
+    private var lastName = ""
+    private static var propertiesPath: [any CodingKey] { [IndexKey(stringValue: "properties")] }
+
+    init(sink: Sink) {
+        self.sink = sink
+    }
+
+    /// Writes the envelope and every model reachable from `roots`, the roots first.
+    ///
+    /// - Returns: The number of models written.
+    @discardableResult
+    func writeDocument(roots: [any Model]) throws -> Int {
+        sink.beginObject()
+        sink.key("format")
+        sink.string(Envelope.formatName)
+        sink.key("version")
+        sink.int(Envelope.version)
+        sink.key("writtenBy")
+        sink.string(Envelope.writtenBy)
+        sink.key("models")
+        sink.beginArray()
+        queue.reserveCapacity(roots.count)
+        positions.reserveCapacity(roots.count)
+        for root in roots { try enqueue(root) }
+        var next = 0
+        while next < queue.count {
+            let model = queue[next]
+            try writeModel(model, index: next)
+            next += 1
+            try sink.buffer.flushIfNeeded()
+        }
+        sink.endArray()
+        sink.endObject()
+        try sink.finish()
+        try sink.buffer.flush()
+        return queue.count
+    }
+
+    @discardableResult
+    private func enqueue<M: Model>(_ model: M) throws -> Int {
+        let id = model.storage.metadata.modelId
+        let object = ObjectIdentifier(model)
+        let next = queue.count
+        let known = positions[id, default: (next, object)]
+        if known.index == next {
+            positions[id] = known
+            queue.append(model)
+            return next
+        }
+        guard known.object == object else {
+            throw SerializationError(
+                .duplicateModelId, modelIndex: next, modelName: M.modelName,
+                expected: "one instance per model id in a graph", found: "two different instances with model id \(id)")
+        }
+        return known.index
+    }
+
+    private func name<M: Model>(of type: M.Type) -> String {
+        let key = ObjectIdentifier(type)
+        if key != lastType {
+            lastType = key
+            lastName = ModelRegistry.name(of: type)
+        }
+        return lastName
+    }
+
+    private func writeModel<M: Model>(_ model: M, index: Int) throws {
+        let name = name(of: M.self)
+        let metadata = model.storage.metadata
+        ownerContext = model.storage.lookupContext
+        sink.beginObject()
+        sink.key("model")
+        sink.sharedValue(name)
+        sink.key("modelId")
+        sink.modelId(metadata.modelId)
+        sink.key("objectId")
+        if let objectId = metadata.objectId { sink.string(objectId) } else { sink.null() }
+        sink.key("createdAt")
+        sink.date(metadata.createdAt)
+        sink.key("updatedAt")
+        sink.date(metadata.updatedAt)
+        sink.key("properties")
+        do {
+            let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: Self.propertiesPath)
+            try model.storage.values.encode(to: encoder)
+            if !encoder.started {
+                sink.beginObject()
+                sink.endObject()
+            }
+            _ = closeContainers(above: 0)
+            if let misuse {
+                throw SerializationError(
+                    .invalidValue, path: misuse, expected: "containers used in nesting order (files are written as a stream)",
+                    found: "a container written to after it was closed, or a super encoder")
+            }
+        } catch let error as SerializationError {
+            throw error.located(modelIndex: index, modelName: name)
+        } catch let error as EncodingError {
+            throw SerializationError(encodingError: error, modelIndex: index, modelName: name)
+        } catch {
+            throw SerializationError(
+                .invalidValue, modelIndex: index, modelName: name, path: "properties", expected: "properties that encode",
+                found: "error \(error)")
+        }
+        sink.endObject()
+    }
+
+    /// Writes a pointer to `model`, queuing the model if it is new to this graph.
+    func pointer<M: Model>(to model: M) throws {
+        try enqueue(model)
+        let metadata = model.storage.metadata
+        sink.beginObject()
+        sink.key("__type")
+        sink.sharedValue("ModelPointer")
+        sink.key("model")
+        sink.sharedValue(name(of: M.self))
+        sink.key("modelId")
+        sink.modelId(metadata.modelId)
+        sink.key("objectId")
+        if let objectId = metadata.objectId { sink.string(objectId) } else { sink.null() }
+        sink.endObject()
+    }
+
+    // MARK: Containers
+
+    func openContainer(isObject: Bool) {
+        if isObject { sink.beginObject() } else { sink.beginArray() }
+        open.append(isObject)
+    }
+
+    /// Closes every container nested deeper than `level`. Returns `false` when the container at
+    /// `level` is itself already closed.
+    @inline(__always) func closeContainers(above level: Int) -> Bool {
+        guard open.count >= level else { return false }
+        while open.count > level {
+            if open.removeLast() { sink.endObject() } else { sink.endArray() }
+        }
+        return true
+    }
+
+    func isOpen(level: Int, isObject: Bool) -> Bool {
+        open.count >= level && open[level - 1] == isObject
+    }
+
+    /// Prepares to write into the container at `level`.
+    @inline(__always) func enter(level: Int, at path: [any CodingKey]) throws {
+        guard closeContainers(above: level) else {
+            throw SerializationError(
+                .invalidValue, path: describe(path), expected: "containers used in nesting order (files are written as a stream)",
+                found: "a value written to a container that was already closed")
+        }
+    }
+
+    func noteMisuse(at path: [any CodingKey]) {
+        if misuse == nil { misuse = describe(path) }
+    }
+
+    // MARK: Values
+
+    /// Writes one value, special-casing the types ModelKit writes in its own forms (as
+    /// ``PropertyEncoder/box(_:at:)`` does for the tree).
+    func box<T: Encodable>(_ value: T, level: Int, depth: Int, path: () -> [any CodingKey]) throws {
+        if T.self == String.self { return sink.string(value as! String) }
+        if T.self == Date.self { return sink.date(value as! Date) }
+        if T.self == [String].self {
+            sink.beginArray()
+            for text in value as! [String] { sink.string(text) }
+            return sink.endArray()
+        }
+        if T.self == Double.self { return sink.double(value as! Double) }
+        if T.self == Int.self { return sink.int(Int64(value as! Int)) }
+        if T.self == Data.self { return sink.data(value as! Data) }
+        if T.self == URL.self { return sink.string((value as! URL).absoluteString) }
+        if T.self == Float.self { return sink.double(floatAsDouble(value as! Float)) }
+        if T.self == GeoPoint.self {
+            let point = value as! GeoPoint
+            sink.beginObject()
+            sink.key("__type")
+            sink.sharedValue("GeoPoint")
+            sink.key("latitude")
+            sink.double(point.latitude)
+            sink.key("longitude")
+            sink.double(point.longitude)
+            return sink.endObject()
+        }
+        if T.self == [Int].self {
+            sink.beginArray()
+            for number in value as! [Int] { sink.int(Int64(number)) }
+            return sink.endArray()
+        }
+        if T.self == [Double].self {
+            sink.beginArray()
+            for number in value as! [Double] { sink.double(number) }
+            return sink.endArray()
+        }
+        if let reference = value as? any StreamReference {
+            do {
+                return try reference.writePointers(with: self)
+            } catch let error as SerializationError where error.path.isEmpty {
+                throw SerializationError(error.code, path: describe(path()), expected: error.expected, found: error.found)
+            }
+        }
+        guard depth < SerializationError.maximumDepth else {
+            throw SerializationError(
+                .nestingTooDeep, path: describe(path()),
+                expected: "at most \(SerializationError.maximumDepth) levels of nested values",
+                found: "deeper nesting (a cycle among objects that are not models?)")
+        }
+        let nested = ValueEncoder(writer: self, level: level, depth: depth, codingPath: path())
+        try value.encode(to: nested)
+        if nested.started {
+            _ = closeContainers(above: level - 1)
+        } else {
+            // Nothing written: an empty object, as the tree serializer writes it.
+            sink.beginObject()
+            sink.endObject()
+        }
+    }
+}
+
+/// References write themselves as pointers (and queue their targets) instead of encoding.
+protocol StreamReference {
+    func writePointers<Sink: GraphSink>(with writer: GraphStreamWriter<Sink>) throws
+}
+
+extension ModelRef: StreamReference {
+    func writePointers<Sink: GraphSink>(with writer: GraphStreamWriter<Sink>) throws {
+        guard let target = target(lookupIn: writer.ownerContext) else { return writer.sink.null() }
+        try writer.pointer(to: target)
+    }
+}
+
+extension ModelArray: StreamReference {
+    func writePointers<Sink: GraphSink>(with writer: GraphStreamWriter<Sink>) throws {
+        writer.sink.beginArray()
+        let context = writer.ownerContext
+        for reference in references {
+            guard let target = reference.target(lookupIn: context) else { continue }
+            try writer.pointer(to: target)
+        }
+        writer.sink.endArray()
+    }
+}
