@@ -28,8 +28,13 @@ final class BinaryPlistSink: GraphSink {
         var values: [UInt32] = []
     }
 
-    init(buffer: OutputBuffer) {
+    /// Whether dates are written as `{"__type": "Date", "iso": …}` dictionaries instead of native
+    /// dates: for XML property lists, whose native dates keep only whole seconds.
+    private let exactDates: Bool
+
+    init(buffer: OutputBuffer, exactDates: Bool = false) {
         self.buffer = buffer
+        self.exactDates = exactDates
         buffer.append("bplist00")
     }
 
@@ -220,6 +225,14 @@ final class BinaryPlistSink: GraphSink {
     }
 
     func date(_ value: Date) {
+        if exactDates, let iso = ISODate.string(from: value) {
+            beginObject()
+            key("__type")
+            sharedValue("Date")
+            key("iso")
+            string(iso)
+            return endObject()
+        }
         let ref = startObject()
         buffer.append(0x33)
         bigEndian(value.timeIntervalSinceReferenceDate.bitPattern, bytes: 8)
@@ -244,6 +257,21 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
+    var usesJSONForms: Bool { false }
+
+    /// Objects written after the checkpoint stay in the file, unreferenced (readers ignore them):
+    /// only the open containers are restored.
+    func checkpoint() -> Int {
+        depth << 32 | (depth > 0 ? frames[depth - 1].values.count : 0)
+    }
+
+    func rollback(to checkpoint: Int) {
+        depth = checkpoint >> 32
+        if depth > 0 {
+            frames[depth - 1].values.removeLast(frames[depth - 1].values.count - checkpoint & 0xFFFF_FFFF)
+        }
+    }
+
     func finish() throws {
         let tableOffset = buffer.position
         let largest = UInt64(tableOffset)
@@ -252,10 +280,10 @@ final class BinaryPlistSink: GraphSink {
             bigEndian(UInt64(offsets[index]), bytes: offsetSize)
             if index & 0xFFFF == 0 { try buffer.flushIfNeeded() }
         }
-        // Trailer: 6 unused bytes, sort version, offset size, reference size, object count,
+        // Trailer: 5 unused bytes, sort version, offset size, reference size, object count,
         // top object, offset of the offset table.
         buffer.reserve(32)
-        for _ in 0..<6 { buffer.appendUnchecked(0) }
+        for _ in 0..<5 { buffer.appendUnchecked(0) }
         buffer.appendUnchecked(0)
         buffer.appendUnchecked(UInt8(offsetSize))
         buffer.appendUnchecked(4)

@@ -31,6 +31,14 @@ protocol GraphSink: AnyObject {
     /// A model id as its 36-character text.
     func modelId(_ value: ModelID)
 
+    /// Marks the current state, so that a value started after it can be abandoned.
+    func checkpoint() -> Int
+    /// Abandons everything written after `checkpoint` (which was taken inside the current model,
+    /// so nothing since has been flushed).
+    func rollback(to checkpoint: Int)
+    /// Whether dates, data and non-finite numbers are written as `__type` objects.
+    var usesJSONForms: Bool { get }
+
     /// Ends the document (the property-list writer appends its offset table and trailer).
     func finish() throws
 }

@@ -58,7 +58,12 @@ final class GraphStreamWriter<Sink: GraphSink> {
     }
 
     @discardableResult
-    private func enqueue<M: Model>(_ model: M) throws -> Int {
+    private func enqueue(_ model: any Model) throws -> Int {
+        try enqueueModel(model)
+    }
+
+    @discardableResult
+    private func enqueueModel<M: Model>(_ model: M) throws -> Int {
         let id = model.storage.metadata.modelId
         let object = ObjectIdentifier(model)
         let next = queue.count
@@ -102,17 +107,27 @@ final class GraphStreamWriter<Sink: GraphSink> {
         sink.date(metadata.updatedAt)
         sink.key("properties")
         do {
+            let checkpoint = sink.checkpoint()
             let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: Self.propertiesPath)
-            try model.storage.values.encode(to: encoder)
-            if !encoder.started {
+            do {
+                try model.storage.values.encode(to: encoder)
+            } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
+                // Reported below: the model is written the slow way.
+            }
+            if misuse == nil, !encoder.started {
                 sink.beginObject()
                 sink.endObject()
             }
             _ = closeContainers(above: 0)
-            if let misuse {
-                throw SerializationError(
-                    .invalidValue, path: misuse, expected: "containers used in nesting order (files are written as a stream)",
-                    found: "a container written to after it was closed, or a super encoder")
+            if misuse != nil {
+                // The properties cannot be streamed (super encoders, or containers used out of
+                // order): encode them as a tree, as serialize() does, and write that instead.
+                misuse = nil
+                sink.rollback(to: checkpoint)
+                let tree = GraphWriter(format: sink.usesJSONForms ? .json : .propertyList)
+                let value = try tree.encodeProperties(model.storage.values)
+                for target in tree.queue { try enqueue(target) }
+                writeValue(value)
             }
         } catch let error as SerializationError {
             throw error.located(modelIndex: index, modelName: name)
@@ -128,7 +143,7 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
     func pointer<M: Model>(to model: M) throws {
-        try enqueue(model)
+        try enqueueModel(model)
         let metadata = model.storage.metadata
         sink.beginObject()
         sink.key("__type")
@@ -140,6 +155,31 @@ final class GraphStreamWriter<Sink: GraphSink> {
         sink.key("objectId")
         if let objectId = metadata.objectId { sink.string(objectId) } else { sink.null() }
         sink.endObject()
+    }
+
+    /// Writes a value tree (the fallback for properties that cannot be streamed).
+    private func writeValue(_ value: ModelValue) {
+        switch value {
+        case .null: sink.null()
+        case .bool(let flag): sink.bool(flag)
+        case .int(let number): sink.int(number)
+        case .uint(let number): sink.uint(number)
+        case .double(let number): sink.double(number)
+        case .string(let text): sink.string(text)
+        case .date(let date): sink.date(date)
+        case .data(let data): sink.data(data)
+        case .array(let elements):
+            sink.beginArray()
+            for element in elements { writeValue(element) }
+            sink.endArray()
+        case .object(let object):
+            sink.beginObject()
+            for (key, member) in object {
+                sink.key(key)
+                writeValue(member)
+            }
+            sink.endObject()
+        }
     }
 
     // MARK: Containers
@@ -166,6 +206,7 @@ final class GraphStreamWriter<Sink: GraphSink> {
     /// Prepares to write into the container at `level`.
     @inline(__always) func enter(level: Int, at path: [any CodingKey]) throws {
         guard closeContainers(above: level) else {
+            noteMisuse(at: path)
             throw SerializationError(
                 .invalidValue, path: describe(path), expected: "containers used in nesting order (files are written as a stream)",
                 found: "a value written to a container that was already closed")

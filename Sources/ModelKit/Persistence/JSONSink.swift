@@ -148,6 +148,15 @@ final class JSONSink: GraphSink {
 
     func finish() throws {}
 
+    var usesJSONForms: Bool { true }
+
+    func checkpoint() -> Int { buffer.position }
+
+    func rollback(to checkpoint: Int) {
+        buffer.truncate(to: checkpoint)
+        needsComma = false
+    }
+
     /// Appends `text` quoted and escaped. Runs that need no escaping (almost everything) are
     /// copied in one go.
     private func writeString(_ text: String) {

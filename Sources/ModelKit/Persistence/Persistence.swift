@@ -15,11 +15,17 @@ enum Persistence {
         }
     }
 
+    /// A binary property list with exact dates, for conversion to XML.
+    private static func binaryForXML(_ roots: [any Model]) throws -> Data {
+        let buffer = OutputBuffer(descriptor: nil)
+        try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer, exactDates: true)).writeDocument(roots: roots)
+        return buffer.takeData()
+    }
+
     static func data(_ roots: [any Model], format: PersistenceFormat) throws -> Data {
         let buffer = OutputBuffer(descriptor: nil)
         if format == .xmlPropertyList {
-            try encode(roots, format: .binaryPropertyList, into: buffer)
-            return try XMLPropertyList.xml(fromBinary: buffer.takeData())
+            return try XMLPropertyList.xml(fromBinary: binaryForXML(roots))
         }
         try encode(roots, format: format, into: buffer)
         return buffer.takeData()

@@ -221,6 +221,7 @@ struct StreamSingleValueContainer<Sink: GraphSink>: SingleValueEncodingContainer
     private func value() throws -> Sink {
         let writer = encoder.writer
         guard !encoder.started, writer.closeContainers(above: encoder.level - 1) else {
+            writer.noteMisuse(at: codingPath)
             throw SerializationError(
                 .invalidValue, path: describe(codingPath), expected: "one value per single-value container",
                 found: "a second value, or a value after its container was closed")
