@@ -34,6 +34,9 @@ final class GraphLoader {
     private(set) var headers: [Header] = []
     private var positions: [ModelID: Int] = [:]
     private var instances: [(any Model)?] = []
+    /// Whether the instance at each index was already in the context (updated at commit) rather
+    /// than created by this load (filled in at once).
+    private var wasInContext: [Bool] = []
     private var placeholders: [ModelID: any Model] = [:]
     private var placeholderOrder: [any Model] = []
     private var updates: [() -> Void] = []
@@ -65,6 +68,7 @@ final class GraphLoader {
     func loadAll() throws {
         try source.readHeaders(into: self)
         instances = Array(repeating: nil, count: headers.count)
+        wasInContext = Array(repeating: false, count: headers.count)
         try decodeAll()
         commit()
     }
@@ -76,6 +80,7 @@ final class GraphLoader {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
         }
         instances = Array(repeating: nil, count: headers.count)
+        wasInContext = Array(repeating: false, count: headers.count)
         let rootInstance = try instantiate(Root.self, at: 0)
         try decodeAll()
         commit()
@@ -149,6 +154,7 @@ final class GraphLoader {
                     found: "a \(Swift.type(of: existing).modelName) with that id in the context")
             }
             instances[index] = typed
+            wasInContext[index] = true
             return typed
         }
         let model = M()
@@ -180,7 +186,7 @@ final class GraphLoader {
                 expected: "properties that decode", found: "error \(error)")
         }
         let context = self.context
-        guard model.storage.context === context else {
+        guard wasInContext[index] else {
             // Not visible to anyone yet: fill it in now, register it at commit.
             Self.apply(properties, header, to: model)
             inserts.append(model)
@@ -193,14 +199,14 @@ final class GraphLoader {
         }
     }
 
+    /// Assigns loaded values. Each field is written in place: reading the storage through the
+    /// protocol would copy all of it.
     private static func apply<M: Model>(_ properties: M.Properties, _ header: Header, to model: M) {
         model.storage.values = properties
-        var metadata = model.storage.metadata
-        metadata.objectId = header.objectId
-        metadata.createdAt = header.createdAt ?? metadata.createdAt
-        metadata.updatedAt = header.updatedAt ?? metadata.updatedAt
-        metadata.state = .loaded
-        model.storage.metadata = metadata
+        model.storage.metadata.objectId = header.objectId
+        if let createdAt = header.createdAt { model.storage.metadata.createdAt = createdAt }
+        if let updatedAt = header.updatedAt { model.storage.metadata.updatedAt = updatedAt }
+        model.storage.metadata.state = .loaded
     }
 
     /// The model a pointer node refers to, typed as the property that holds it.

@@ -59,12 +59,12 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
     @discardableResult
     private func enqueue(_ model: any Model) throws -> Int {
-        try enqueueModel(model)
+        try enqueueModel(model, id: model.modelId)
     }
 
+    /// Queues `model` (whose id is `id`) if it is new to this graph; returns its position.
     @discardableResult
-    private func enqueueModel<M: Model>(_ model: M) throws -> Int {
-        let id = model.storage.metadata.modelId
+    private func enqueueModel<M: Model>(_ model: M, id: ModelID) throws -> Int {
         let object = ObjectIdentifier(model)
         let next = queue.count
         let known = positions[id, default: (next, object)]
@@ -92,8 +92,10 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
     private func writeModel<M: Model>(_ model: M, index: Int) throws {
         let name = name(of: M.self)
-        let metadata = model.storage.metadata
-        ownerContext = model.storage.lookupContext
+        // One read of the storage: each read through the protocol copies it.
+        let storage = model.storage
+        let metadata = storage.metadata
+        ownerContext = storage.lookupContext
         sink.beginObject()
         sink.key("model")
         sink.sharedValue(name)
@@ -110,7 +112,7 @@ final class GraphStreamWriter<Sink: GraphSink> {
             let checkpoint = sink.checkpoint()
             let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: Self.propertiesPath)
             do {
-                try model.storage.values.encode(to: encoder)
+                try storage.values.encode(to: encoder)
             } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
                 // Reported below: the model is written the slow way.
             }
@@ -125,7 +127,7 @@ final class GraphStreamWriter<Sink: GraphSink> {
                 misuse = nil
                 sink.rollback(to: checkpoint)
                 let tree = GraphWriter(format: sink.usesJSONForms ? .json : .propertyList)
-                let value = try tree.encodeProperties(model.storage.values)
+                let value = try tree.encodeProperties(storage.values)
                 for target in tree.queue { try enqueue(target) }
                 writeValue(value)
             }
@@ -143,8 +145,8 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
     func pointer<M: Model>(to model: M) throws {
-        try enqueueModel(model)
         let metadata = model.storage.metadata
+        try enqueueModel(model, id: metadata.modelId)
         sink.beginObject()
         sink.key("__type")
         sink.sharedValue("ModelPointer")
