@@ -77,7 +77,7 @@ struct AtomicWriteTests {
                 generation.items.append(item)
             }
             try initial.write(to: url, format: format == "json" ? .json : .binaryPropertyList)
-            var seen = Set<Int>()
+            var seen: Set<Int> = [0]
             var killedMidWrite = 0
             var nextGeneration = 1
             for round in 0..<20 {
