@@ -42,6 +42,7 @@ final class GraphLoader {
     private var updates: [() -> Void] = []
     private var inserts: [any Model] = []
     private var types: [String: any Model.Type] = [:]
+    private var names: [ObjectIdentifier: String] = [:]
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
 
@@ -98,6 +99,15 @@ final class GraphLoader {
         context.insert(model)
     }
 
+    /// The model name of `type`, cached: the registry takes a lock.
+    private func name<M: Model>(of type: M.Type) -> String {
+        let key = ObjectIdentifier(type)
+        if let name = names[key] { return name }
+        let name = ModelRegistry.name(of: type)
+        names[key] = name
+        return name
+    }
+
     private func type(named name: String) -> (any Model.Type)? {
         if let known = types[name] { return known }
         let type = ModelRegistry.type(named: name)
@@ -144,7 +154,7 @@ final class GraphLoader {
             return typed
         }
         let header = headers[index]
-        let name = ModelRegistry.name(of: M.self)
+        let name = name(of: M.self)
         guard header.name == name else { throw conflict(at: index, expected: M.self) }
         if let existing = context.model(withId: header.id) {
             guard let typed = ModelContext.cast(existing, to: M.self) else {
@@ -219,7 +229,7 @@ final class GraphLoader {
         guard let tag = try document.typeTag(of: pointer), try document.stringEquals(tag, "ModelPointer") else {
             throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
         }
-        let expectedName = ModelRegistry.name(of: T.self)
+        let expectedName = name(of: T.self)
         guard let nameNode = try document.member(of: pointer, named: "model"), document.kind(of: nameNode) == .string else {
             throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
         }

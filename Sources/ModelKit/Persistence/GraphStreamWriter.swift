@@ -20,6 +20,7 @@ final class GraphStreamWriter<Sink: GraphSink> {
     /// consecutive models and pointers are mostly of the same type.
     private var lastType: ObjectIdentifier?
     private var lastName = ""
+    private var names: [ObjectIdentifier: String] = [:]
     private static var propertiesPath: [any CodingKey] { [IndexKey(stringValue: "properties")] }
 
     init(sink: Sink) {
@@ -83,11 +84,12 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
     private func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
-        if key != lastType {
-            lastType = key
-            lastName = ModelRegistry.name(of: type)
-        }
-        return lastName
+        if key == lastType { return lastName }
+        let name = names[key] ?? ModelRegistry.name(of: type)
+        names[key] = name
+        lastType = key
+        lastName = name
+        return name
     }
 
     private func writeModel<M: Model>(_ model: M, index: Int) throws {
@@ -224,20 +226,20 @@ final class GraphStreamWriter<Sink: GraphSink> {
     /// Writes one value, special-casing the types ModelKit writes in its own forms (as
     /// ``PropertyEncoder/box(_:at:)`` does for the tree).
     func box<T: Encodable>(_ value: T, level: Int, depth: Int, path: () -> [any CodingKey]) throws {
-        if T.self == String.self { return sink.string(value as! String) }
-        if T.self == Date.self { return sink.date(value as! Date) }
+        if T.self == String.self { return sink.string(unsafeBitCast(value, to: String.self)) }
+        if T.self == Date.self { return sink.date(unsafeBitCast(value, to: Date.self)) }
         if T.self == [String].self {
             sink.beginArray()
-            for text in value as! [String] { sink.string(text) }
+            for text in unsafeBitCast(value, to: [String].self) { sink.string(text) }
             return sink.endArray()
         }
-        if T.self == Double.self { return sink.double(value as! Double) }
-        if T.self == Int.self { return sink.int(Int64(value as! Int)) }
-        if T.self == Data.self { return sink.data(value as! Data) }
-        if T.self == URL.self { return sink.string((value as! URL).absoluteString) }
-        if T.self == Float.self { return sink.double(floatAsDouble(value as! Float)) }
+        if T.self == Double.self { return sink.double(unsafeBitCast(value, to: Double.self)) }
+        if T.self == Int.self { return sink.int(Int64(unsafeBitCast(value, to: Int.self))) }
+        if T.self == Data.self { return sink.data(unsafeBitCast(value, to: Data.self)) }
+        if T.self == URL.self { return sink.string((unsafeBitCast(value, to: URL.self)).absoluteString) }
+        if T.self == Float.self { return sink.double(floatAsDouble(unsafeBitCast(value, to: Float.self))) }
         if T.self == GeoPoint.self {
-            let point = value as! GeoPoint
+            let point = unsafeBitCast(value, to: GeoPoint.self)
             sink.beginObject()
             sink.key("__type")
             sink.sharedValue("GeoPoint")
@@ -249,12 +251,12 @@ final class GraphStreamWriter<Sink: GraphSink> {
         }
         if T.self == [Int].self {
             sink.beginArray()
-            for number in value as! [Int] { sink.int(Int64(number)) }
+            for number in unsafeBitCast(value, to: [Int].self) { sink.int(Int64(number)) }
             return sink.endArray()
         }
         if T.self == [Double].self {
             sink.beginArray()
-            for number in value as! [Double] { sink.double(number) }
+            for number in unsafeBitCast(value, to: [Double].self) { sink.double(number) }
             return sink.endArray()
         }
         if let reference = value as? any StreamReference {

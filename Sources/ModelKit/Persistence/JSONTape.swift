@@ -31,9 +31,14 @@ final class JSONTape {
 
     /// Parses the value at `offset` into the tape (replacing what it held) and returns the offset
     /// after it.
-    func parse(at offset: Int) throws -> Int {
+    ///
+    /// With `skippingProperties`, the value of a top-level `properties` key is skipped rather than
+    /// parsed (its entry has no children): reading a model's header does not need it, and it is
+    /// parsed, and checked, when the properties are decoded.
+    func parse(at offset: Int, skippingProperties: Bool = false) throws -> Int {
         entries.removeAll(keepingCapacity: true)
         var scanner = JSONScanner(bytes: bytes, position: offset)
+        scanner.skipsProperties = skippingProperties
         try scanner.value(into: &entries, depth: 0)
         return scanner.position
     }
@@ -43,6 +48,13 @@ final class JSONTape {
 struct JSONScanner {
     let bytes: UnsafeBufferPointer<UInt8>
     var position: Int
+    /// Whether to skip the value of a top-level `properties` key (see ``JSONTape/parse(at:skippingProperties:)``).
+    var skipsProperties = false
+
+    init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
+        self.bytes = bytes
+        self.position = position
+    }
 
     func error(expected: String, at offset: Int? = nil) -> SerializationError {
         let where_ = offset ?? position
@@ -112,8 +124,14 @@ struct JSONScanner {
                     guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
                         throw error(expected: "a key string")
                     }
-                    tape.append(try string())
+                    let key = try string()
+                    tape.append(key)
                     try expect(UInt8(ascii: ":"), "':' after the key")
+                    if depth == 0, skipsProperties, isPropertiesKey(key) {
+                        try skipContainer(into: &tape)
+                        count += 1
+                        continue
+                    }
                 }
                 try value(into: &tape, depth: depth + 1)
                 count += 1
@@ -122,6 +140,45 @@ struct JSONScanner {
         }
         tape[index].count = count
         tape[index].end = tape.count
+    }
+
+    private func isPropertiesKey(_ key: JSONTape.Entry) -> Bool {
+        let word: StaticString = "properties"
+        return !key.flag && key.end - key.start == word.utf8CodeUnitCount
+            && memcmp(bytes.baseAddress! + key.start, word.utf8Start, word.utf8CodeUnitCount) == 0
+    }
+
+    /// Records a container without its children and moves past it, matching brackets and
+    /// skipping strings without checking them further.
+    private mutating func skipContainer(into tape: inout [JSONTape.Entry]) throws {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "{") || bytes[position] == UInt8(ascii: "[") else {
+            // Not a container: parse it normally (the header reader reports the wrong type).
+            return try value(into: &tape, depth: 1)
+        }
+        let kind: NodeKind = bytes[position] == UInt8(ascii: "{") ? .object : .array
+        tape.append(JSONTape.Entry(kind: kind, flag: false, count: 0, start: position, end: tape.count + 1))
+        var depth = 0
+        let count = bytes.count
+        repeat {
+            guard position < count else { throw error(expected: "the end of the properties") }
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                position += 1
+                while position < count, bytes[position] != UInt8(ascii: "\"") {
+                    position += bytes[position] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                position += 1
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                position += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                position += 1
+            default:
+                position += 1
+            }
+        } while depth > 0
     }
 
     private mutating func literal(_ word: StaticString, _ kind: NodeKind) throws -> JSONTape.Entry {

@@ -108,7 +108,7 @@ final class JSONSource: ModelSource {
         if scanner.take(UInt8(ascii: "]")) { return }
         repeat {
             scanner.skipWhitespace()
-            scanner.position = try tape.parse(at: scanner.position)
+            scanner.position = try tape.parse(at: scanner.position, skippingProperties: true)
             try model(loader)
         } while scanner.take(UInt8(ascii: ","))
         try scanner.expect(UInt8(ascii: "]"), "',' or ']'")

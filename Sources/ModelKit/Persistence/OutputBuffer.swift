@@ -10,10 +10,12 @@ final class OutputBuffer {
     /// Output is handed to the file once this much has accumulated.
     static let chunkSize = 1 << 20
 
-    private(set) var base: UnsafeMutablePointer<UInt8>
-    private(set) var capacity: Int
+    // Appending is the writers' innermost loop: dynamic exclusivity checks on these fields would
+    // cost more than the appends themselves, and the buffer is never shared between threads.
+    @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) private(set) var capacity: Int
     /// Bytes in the buffer not yet handed to the file.
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var count = 0
     /// Bytes already handed to the file.
     private(set) var flushed = 0
     private let descriptor: Int32?
