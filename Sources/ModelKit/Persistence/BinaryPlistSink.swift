@@ -13,14 +13,16 @@ import Foundation
 /// as Foundation's writer does. Property lists have no null: it is the dictionary
 /// `{"__type": "Null"}`, written once.
 final class BinaryPlistSink: GraphSink {
-    let buffer: OutputBuffer
-    private var offsets = OffsetTable()
-    private var frames: [Frame] = []
-    private var depth = 0
-    private var lastRef: UInt32 = 0
-    private var interned = StringInterner()
-    private var nullRef: UInt32?
-    private var boolRefs: [UInt32?] = [nil, nil]
+    // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
+    // written or read, one instance is used by one thread, and the dynamic checks cost more than
+    // the work they guard.
+    @exclusivity(unchecked) private var offsets = OffsetTable()
+    @exclusivity(unchecked) private var frames: [Frame] = []
+    @exclusivity(unchecked) private var depth = 0
+    @exclusivity(unchecked) private var lastRef: UInt32 = 0
+    @exclusivity(unchecked) private var interned = StringInterner()
+    @exclusivity(unchecked) private var nullRef: UInt32?
+    @exclusivity(unchecked) private var boolRefs: [UInt32?] = [nil, nil]
 
     private struct Frame {
         var isObject = false
@@ -33,8 +35,8 @@ final class BinaryPlistSink: GraphSink {
     private let exactDates: Bool
 
     init(buffer: OutputBuffer, exactDates: Bool = false) {
-        self.buffer = buffer
         self.exactDates = exactDates
+        super.init(buffer: buffer)
         buffer.append("bplist00")
     }
 
@@ -158,16 +160,16 @@ final class BinaryPlistSink: GraphSink {
         buffer.advance(by: refs.count * 4)
     }
 
-    func beginObject() { open(isObject: true) }
-    func endObject() { close() }
-    func beginArray() { open(isObject: false) }
-    func endArray() { close() }
+    override func beginObject() { open(isObject: true) }
+    override func endObject() { close() }
+    override func beginArray() { open(isObject: false) }
+    override func endArray() { close() }
 
-    func key(_ key: String) {
+    override func key(_ key: String) {
         frames[depth - 1].keys.append(sharedString(key))
     }
 
-    func null() {
+    override func null() {
         if let nullRef { return place(nullRef) }
         let type = sharedString("__type")
         let name = sharedString("Null")
@@ -178,7 +180,7 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    func bool(_ value: Bool) {
+    override func bool(_ value: Bool) {
         let slot = value ? 1 : 0
         if let ref = boolRefs[slot] { return place(ref) }
         let ref = startObject()
@@ -187,7 +189,7 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    func int(_ value: Int64) {
+    override func int(_ value: Int64) {
         let ref = startObject()
         if value < 0 {
             buffer.append(0x13)
@@ -198,7 +200,7 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    func uint(_ value: UInt64) {
+    override func uint(_ value: UInt64) {
         guard value > UInt64(Int64.max) else { return int(Int64(value)) }
         // Integers above Int64.max are 16-byte integers, as Foundation writes them.
         let ref = startObject()
@@ -208,23 +210,23 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    func double(_ value: Double) {
+    override func double(_ value: Double) {
         let ref = startObject()
         buffer.append(0x23)
         bigEndian(value.bitPattern, bytes: 8)
         place(ref)
     }
 
-    func string(_ value: String) {
+    override func string(_ value: String) {
         place(writeString(value))
     }
 
     /// A string likely to repeat (type tags, model names): shared.
-    func sharedValue(_ value: String) {
+    override func sharedValue(_ value: String) {
         place(sharedString(value))
     }
 
-    func date(_ value: Date) {
+    override func date(_ value: Date) {
         if exactDates, let iso = ISODate.string(from: value) {
             beginObject()
             key("__type")
@@ -239,14 +241,14 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    func data(_ value: Data) {
+    override func data(_ value: Data) {
         let ref = startObject()
         marker(0x40, count: value.count)
         value.withUnsafeBytes { buffer.append($0) }
         place(ref)
     }
 
-    func modelId(_ value: ModelID) {
+    override func modelId(_ value: ModelID) {
         let ref = startObject()
         buffer.reserve(37)
         buffer.appendUnchecked(0x5F)
@@ -257,22 +259,22 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    var usesJSONForms: Bool { false }
+    override var usesJSONForms: Bool { false }
 
     /// Objects written after the checkpoint stay in the file, unreferenced (readers ignore them):
     /// only the open containers are restored.
-    func checkpoint() -> Int {
+    override func checkpoint() -> Int {
         depth << 32 | (depth > 0 ? frames[depth - 1].values.count : 0)
     }
 
-    func rollback(to checkpoint: Int) {
+    override func rollback(to checkpoint: Int) {
         depth = checkpoint >> 32
         if depth > 0 {
             frames[depth - 1].values.removeLast(frames[depth - 1].values.count - checkpoint & 0xFFFF_FFFF)
         }
     }
 
-    func finish() throws {
+    override func finish() throws {
         let tableOffset = buffer.position
         let largest = UInt64(tableOffset)
         let offsetSize = largest <= 0xFF ? 1 : largest <= 0xFFFF ? 2 : largest <= 0xFFFF_FFFF ? 4 : 8

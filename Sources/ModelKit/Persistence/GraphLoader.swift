@@ -18,6 +18,9 @@ protocol ModelSource: AnyObject {
 /// queued updates and register the new models, which cannot fail: after an error, the context is
 /// exactly as it was.
 final class GraphLoader {
+    // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
+    // written or read, one instance is used by one thread, and the dynamic checks cost more than
+    // the work they guard.
     struct Header {
         let name: String
         let id: ModelID
@@ -31,18 +34,18 @@ final class GraphLoader {
     let context: ModelContext
     let options: DeserializationOptions
     let source: any ModelSource
-    private(set) var headers: [Header] = []
-    private var positions: [ModelID: Int] = [:]
-    private var instances: [(any Model)?] = []
+    @exclusivity(unchecked) private(set) var headers: [Header] = []
+    @exclusivity(unchecked) private var positions: [ModelID: Int] = [:]
+    @exclusivity(unchecked) private var instances: [(any Model)?] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
-    private var wasInContext: [Bool] = []
-    private var placeholders: [ModelID: any Model] = [:]
-    private var placeholderOrder: [any Model] = []
-    private var updates: [() -> Void] = []
-    private var inserts: [any Model] = []
-    private var types: [String: any Model.Type] = [:]
-    private var names: [ObjectIdentifier: String] = [:]
+    @exclusivity(unchecked) private var wasInContext: [Bool] = []
+    @exclusivity(unchecked) private var placeholders: [ModelID: any Model] = [:]
+    @exclusivity(unchecked) private var placeholderOrder: [any Model] = []
+    @exclusivity(unchecked) private var updates: [() -> Void] = []
+    @exclusivity(unchecked) private var inserts: [any Model] = []
+    @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
+    @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
 
@@ -209,18 +212,39 @@ final class GraphLoader {
         }
     }
 
-    /// Assigns loaded values. Each field is written in place: reading the storage through the
-    /// protocol would copy all of it.
+    /// Assigns loaded values, in one access to the storage: each access through the protocol
+    /// looks up the storage's generic type and copies or re-stores it.
     private static func apply<M: Model>(_ properties: M.Properties, _ header: Header, to model: M) {
-        model.storage.values = properties
-        model.storage.metadata.objectId = header.objectId
-        if let createdAt = header.createdAt { model.storage.metadata.createdAt = createdAt }
-        if let updatedAt = header.updatedAt { model.storage.metadata.updatedAt = updatedAt }
-        model.storage.metadata.state = .loaded
+        update(&model.storage) { storage in
+            storage.values = properties
+            storage.metadata.objectId = header.objectId
+            if let createdAt = header.createdAt { storage.metadata.createdAt = createdAt }
+            if let updatedAt = header.updatedAt { storage.metadata.updatedAt = updatedAt }
+            storage.metadata.state = .loaded
+        }
     }
 
-    /// The model a pointer node refers to, typed as the property that holds it.
-    func target<D: TreeDocument, T: Model>(of pointer: Int, in document: D, as type: T.Type, path: [any CodingKey]) throws -> T {
+    private static func update<Properties>(
+        _ storage: inout ModelStorage<Properties>, _ body: (inout ModelStorage<Properties>) -> Void
+    ) {
+        body(&storage)
+    }
+
+    /// A reference to the model a pointer node refers to. Built from the pointer's id and the
+    /// instance, without reading the instance's storage (as `ModelRef(target)` would).
+    func reference<D: TreeDocument, T: Model>(to pointer: Int, in document: D, as type: T.Type, path: [any CodingKey]) throws
+        -> ModelRef<T>
+    {
+        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path)
+        var reference = ModelRef<T>(id: id)
+        reference.cached = target
+        return reference
+    }
+
+    /// The model a pointer node refers to, typed as the property that holds it, and its id.
+    func target<D: TreeDocument, T: Model>(of pointer: Int, in document: D, as type: T.Type, path: [any CodingKey]) throws
+        -> (T, ModelID)
+    {
         func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
             SerializationError(
                 code, path: describe(path) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
@@ -250,7 +274,7 @@ final class GraphLoader {
                     .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
                     "a \(headers[index].name)")
             }
-            return try instantiate(T.self, at: index)
+            return (try instantiate(T.self, at: index), id)
         }
         switch options.danglingPointers {
         case .fail:
@@ -262,7 +286,7 @@ final class GraphLoader {
             if let node = try document.member(of: pointer, named: "objectId"), document.kind(of: node) == .string {
                 objectId = try document.string(node)
             }
-            return try placeholder(T.self, id: id, objectId: objectId, path: path)
+            return (try placeholder(T.self, id: id, objectId: objectId, path: path), id)
         }
     }
 
@@ -374,7 +398,7 @@ extension ModelRef: TreeReference {
         -> ModelRef
     {
         if try decoder.document.isNull(node) { return ModelRef() }
-        return ModelRef(try decoder.loader.target(of: node, in: decoder.document, as: Target.self, path: path))
+        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path)
     }
 }
 
@@ -392,9 +416,9 @@ extension ModelArray: TreeReference {
         var cursor = document.startCursor(of: node)
         for position in 0..<count {
             let pointer = try document.next(in: node, cursor: &cursor).value
-            let target = try decoder.loader.target(
-                of: pointer, in: document, as: Element.self, path: path + [IndexKey(intValue: position)])
-            array.references.append(ModelRef(target))
+            array.references.append(
+                try decoder.loader.reference(
+                    to: pointer, in: document, as: Element.self, path: path + [IndexKey(intValue: position)]))
         }
         return array
     }

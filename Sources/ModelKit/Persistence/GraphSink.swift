@@ -6,41 +6,84 @@ import Foundation
 /// The calls describe the document in order, like a SAX writer: `beginObject()`, then `key(_:)`
 /// and one value per member, `endObject()`. A writer turns each call into bytes right away, so no
 /// tree of the document is ever built.
-protocol GraphSink: AnyObject {
-    var buffer: OutputBuffer { get }
+///
+/// A class rather than a protocol: the encoder's containers are generic over coding keys, and
+/// making them generic over the sink too would make the runtime look up generic metadata for
+/// every value written. A subclass call costs one indirect jump.
+class GraphSink {
+    let buffer: OutputBuffer
 
-    func beginObject()
-    func endObject()
-    func beginArray()
-    func endArray()
+    init(buffer: OutputBuffer) {
+        self.buffer = buffer
+    }
+
+    func beginObject() { abstract() }
+    func endObject() { abstract() }
+    func beginArray() { abstract() }
+    func endArray() { abstract() }
     /// The key of the next member of the innermost object.
-    func key(_ key: String)
+    func key(_ key: String) { abstract() }
 
-    func null()
-    func bool(_ value: Bool)
-    func int(_ value: Int64)
-    func uint(_ value: UInt64)
+    func null() { abstract() }
+    func bool(_ value: Bool) { abstract() }
+    func int(_ value: Int64) { abstract() }
+    func uint(_ value: UInt64) { abstract() }
     /// A double, including NaN and infinities (JSON writes those as `__type` objects).
-    func double(_ value: Double)
-    func string(_ value: String)
+    func double(_ value: Double) { abstract() }
+    func string(_ value: String) { abstract() }
     /// A string likely to repeat, such as a model name or a `__type` tag (a property list
     /// writes it once and refers to it).
-    func sharedValue(_ value: String)
-    func date(_ value: Date)
-    func data(_ value: Data)
+    func sharedValue(_ value: String) { abstract() }
+    func date(_ value: Date) { abstract() }
+    func data(_ value: Data) { abstract() }
     /// A model id as its 36-character text.
-    func modelId(_ value: ModelID)
+    func modelId(_ value: ModelID) { abstract() }
+
+    /// Starts a model dictionary: its header members, then the `properties` key, whose value
+    /// comes next. Subclasses may write the constant parts in one go.
+    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
+        beginObject()
+        key("model")
+        sharedValue(name)
+        key("modelId")
+        modelId(id)
+        key("objectId")
+        if let objectId { string(objectId) } else { null() }
+        key("createdAt")
+        date(createdAt)
+        key("updatedAt")
+        date(updatedAt)
+        key("properties")
+    }
+
+    /// A `ModelPointer` dictionary.
+    func pointer(name: String, id: ModelID, objectId: String?) {
+        beginObject()
+        key("__type")
+        sharedValue("ModelPointer")
+        key("model")
+        sharedValue(name)
+        key("modelId")
+        modelId(id)
+        key("objectId")
+        if let objectId { string(objectId) } else { null() }
+        endObject()
+    }
 
     /// Marks the current state, so that a value started after it can be abandoned.
-    func checkpoint() -> Int
+    func checkpoint() -> Int { abstract() }
     /// Abandons everything written after `checkpoint` (which was taken inside the current model,
     /// so nothing since has been flushed).
-    func rollback(to checkpoint: Int)
+    func rollback(to checkpoint: Int) { abstract() }
     /// Whether dates, data and non-finite numbers are written as `__type` objects.
-    var usesJSONForms: Bool { get }
+    var usesJSONForms: Bool { abstract() }
 
     /// Ends the document (the property-list writer appends its offset table and trailer).
-    func finish() throws
+    func finish() throws { abstract() }
+
+    private func abstract() -> Never {
+        preconditionFailure("\(type(of: self)) must override this GraphSink method")
+    }
 }
 
 extension ModelID {
@@ -49,15 +92,17 @@ extension ModelID {
         let hex: StaticString = "0123456789ABCDEF"
         let digits = hex.utf8Start
         var position = 0
-        for digit in 0..<32 {
-            if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
+        // Two hex digits per byte, with dashes before bytes 4, 6, 8 and 10.
+        for byte in 0..<16 {
+            if byte == 4 || byte == 6 || byte == 8 || byte == 10 {
                 target[position] = UInt8(ascii: "-")
                 position += 1
             }
-            let word = digit < 16 ? high : low
-            let shift = UInt64(60 - 4 * (digit & 15))
-            target[position] = digits[Int((word >> shift) & 0xF)]
-            position += 1
+            let word = byte < 8 ? high : low
+            let value = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * (byte & 7))) & 0xFF
+            target[position] = digits[value >> 4]
+            target[position + 1] = digits[value & 0xF]
+            position += 2
         }
     }
 }

@@ -6,32 +6,40 @@ import Foundation
 /// The walk is breadth-first with a queue (no recursion per model, so chains of any length are
 /// fine). Each model's output is streamed by ``ValueEncoder``, and the output buffer is handed to
 /// the file between models, so the whole output is never in memory at once.
-final class GraphStreamWriter<Sink: GraphSink> {
-    let sink: Sink
-    private var queue: [any Model] = []
-    private var positions: [ModelID: (index: Int, object: ObjectIdentifier)] = [:]
+final class GraphStreamWriter {
+    // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
+    // written or read, one instance is used by one thread, and the dynamic checks cost more than
+    // the work they guard.
+    let sink: GraphSink
+    @exclusivity(unchecked) private var queue: [any Model] = []
+    @exclusivity(unchecked) private var positions: [ModelID: (index: Int, object: ObjectIdentifier)] = [:]
+    /// The object id of each queued model, so that pointers to it need not read its storage.
+    @exclusivity(unchecked) private var objectIds: [String?] = []
     /// The context of the model being written: its references resolve there.
     private(set) weak var ownerContext: ModelContext?
     /// Open containers inside the current model's properties, innermost last (true: object).
-    private var open: [Bool] = []
+    @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
-    private var misuse: String?
+    @exclusivity(unchecked) private var misuse: String?
     /// The last model type written and its name: model names are looked up under a lock, and
     /// consecutive models and pointers are mostly of the same type.
-    private var lastType: ObjectIdentifier?
-    private var lastName = ""
-    private var names: [ObjectIdentifier: String] = [:]
+    @exclusivity(unchecked) private var lastType: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastName = ""
+    @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
     private static var propertiesPath: [any CodingKey] { [IndexKey(stringValue: "properties")] }
 
-    init(sink: Sink) {
+    init(sink: GraphSink) {
         self.sink = sink
     }
 
     /// Writes the envelope and every model reachable from `roots`, the roots first.
     ///
     /// - Returns: The number of models written.
+    ///
+    /// - Parameter identities: The id and object id of each root, when the caller knows them
+    ///   (a context's identity map does), so that queuing a root need not read its storage.
     @discardableResult
-    func writeDocument(roots: [any Model]) throws -> Int {
+    func writeDocument(roots: [any Model], identities: [(id: ModelID, objectId: String?)]? = nil) throws -> Int {
         sink.beginObject()
         sink.key("format")
         sink.string(Envelope.formatName)
@@ -43,7 +51,13 @@ final class GraphStreamWriter<Sink: GraphSink> {
         sink.beginArray()
         queue.reserveCapacity(roots.count)
         positions.reserveCapacity(roots.count)
-        for root in roots { try enqueue(root) }
+        if let identities {
+            for (root, identity) in zip(roots, identities) {
+                try enqueueModel(root, id: identity.id, objectId: identity.objectId)
+            }
+        } else {
+            for root in roots { try enqueue(root) }
+        }
         var next = 0
         while next < queue.count {
             let model = queue[next]
@@ -60,18 +74,24 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
     @discardableResult
     private func enqueue(_ model: any Model) throws -> Int {
-        try enqueueModel(model, id: model.modelId)
+        try enqueueRoot(model)
+    }
+
+    private func enqueueRoot<M: Model>(_ model: M) throws -> Int {
+        let metadata = model.storage.metadata
+        return try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Queues `model` (whose id is `id`) if it is new to this graph; returns its position.
     @discardableResult
-    private func enqueueModel<M: Model>(_ model: M, id: ModelID) throws -> Int {
+    private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?) throws -> Int {
         let object = ObjectIdentifier(model)
         let next = queue.count
         let known = positions[id, default: (next, object)]
         if known.index == next {
             positions[id] = known
             queue.append(model)
+            objectIds.append(objectId)
             return next
         }
         guard known.object == object else {
@@ -98,18 +118,11 @@ final class GraphStreamWriter<Sink: GraphSink> {
         let storage = model.storage
         let metadata = storage.metadata
         ownerContext = storage.lookupContext
-        sink.beginObject()
-        sink.key("model")
-        sink.sharedValue(name)
-        sink.key("modelId")
-        sink.modelId(metadata.modelId)
-        sink.key("objectId")
-        if let objectId = metadata.objectId { sink.string(objectId) } else { sink.null() }
-        sink.key("createdAt")
-        sink.date(metadata.createdAt)
-        sink.key("updatedAt")
-        sink.date(metadata.updatedAt)
-        sink.key("properties")
+        // Later pointers to this model use its actual object id.
+        objectIds[index] = metadata.objectId
+        sink.beginModel(
+            name: name, id: metadata.modelId, objectId: metadata.objectId, createdAt: metadata.createdAt,
+            updatedAt: metadata.updatedAt)
         do {
             let checkpoint = sink.checkpoint()
             let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: Self.propertiesPath)
@@ -148,17 +161,23 @@ final class GraphStreamWriter<Sink: GraphSink> {
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
     func pointer<M: Model>(to model: M) throws {
         let metadata = model.storage.metadata
-        try enqueueModel(model, id: metadata.modelId)
-        sink.beginObject()
-        sink.key("__type")
-        sink.sharedValue("ModelPointer")
-        sink.key("model")
-        sink.sharedValue(name(of: M.self))
-        sink.key("modelId")
-        sink.modelId(metadata.modelId)
-        sink.key("objectId")
-        if let objectId = metadata.objectId { sink.string(objectId) } else { sink.null() }
-        sink.endObject()
+        try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
+    }
+
+    /// Writes the pointer for `reference` if its target is already queued as the very instance
+    /// the reference remembers; returns `false` otherwise. A queued instance is known to be live,
+    /// so this skips resolving the reference, which reads the target's storage.
+    func pointerToQueued<M: Model>(_ reference: ModelRef<M>) -> Bool {
+        guard let id = reference.id, let known = positions[id], let cached = reference.cached,
+            known.object == ObjectIdentifier(cached)
+        else { return false }
+        writePointer(name: name(of: M.self), id: id, objectId: objectIds[known.index])
+        return true
+    }
+
+    private func writePointer(name: String, id: ModelID, objectId: String?) {
+        sink.pointer(name: name, id: id, objectId: objectId)
     }
 
     /// Writes a value tree (the fallback for properties that cannot be streamed).
@@ -286,21 +305,23 @@ final class GraphStreamWriter<Sink: GraphSink> {
 
 /// References write themselves as pointers (and queue their targets) instead of encoding.
 protocol StreamReference {
-    func writePointers<Sink: GraphSink>(with writer: GraphStreamWriter<Sink>) throws
+    func writePointers(with writer: GraphStreamWriter) throws
 }
 
 extension ModelRef: StreamReference {
-    func writePointers<Sink: GraphSink>(with writer: GraphStreamWriter<Sink>) throws {
+    func writePointers(with writer: GraphStreamWriter) throws {
+        if writer.pointerToQueued(self) { return }
         guard let target = target(lookupIn: writer.ownerContext) else { return writer.sink.null() }
         try writer.pointer(to: target)
     }
 }
 
 extension ModelArray: StreamReference {
-    func writePointers<Sink: GraphSink>(with writer: GraphStreamWriter<Sink>) throws {
+    func writePointers(with writer: GraphStreamWriter) throws {
         writer.sink.beginArray()
         let context = writer.ownerContext
         for reference in references {
+            if writer.pointerToQueued(reference) { continue }
             guard let target = reference.target(lookupIn: context) else { continue }
             try writer.pointer(to: target)
         }

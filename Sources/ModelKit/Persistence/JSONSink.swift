@@ -3,15 +3,17 @@ import Foundation
 /// Writes a document as compact UTF-8 JSON text, in the same forms as ``ModelValue/jsonData(options:)``
 /// (`__type` objects for dates, data and non-finite numbers), straight into an ``OutputBuffer``.
 final class JSONSink: GraphSink {
-    let buffer: OutputBuffer
+    // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
+    // written or read, one instance is used by one thread, and the dynamic checks cost more than
+    // the work they guard.
     /// Whether the next member or element needs a comma before it. No stack is needed: opening
     /// a container clears it and closing one sets it.
-    private var needsComma = false
+    @exclusivity(unchecked) private var needsComma = false
     /// Reused for the ISO text of dates.
-    private var scratch: [UInt8] = []
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
 
-    init(buffer: OutputBuffer) {
-        self.buffer = buffer
+    override init(buffer: OutputBuffer) {
+        super.init(buffer: buffer)
         scratch.reserveCapacity(48)
     }
 
@@ -19,29 +21,29 @@ final class JSONSink: GraphSink {
         if needsComma { buffer.append(UInt8(ascii: ",")) }
     }
 
-    func beginObject() {
+    override func beginObject() {
         separate()
         buffer.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    func endObject() {
+    override func endObject() {
         buffer.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
-    func beginArray() {
+    override func beginArray() {
         separate()
         buffer.append(UInt8(ascii: "["))
         needsComma = false
     }
 
-    func endArray() {
+    override func endArray() {
         buffer.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
-    func key(_ key: String) {
+    override func key(_ key: String) {
         separate()
         writeString(key)
         buffer.append(UInt8(ascii: ":"))
@@ -57,31 +59,31 @@ final class JSONSink: GraphSink {
         needsComma = false
     }
 
-    func null() {
+    override func null() {
         separate()
         buffer.append("null")
         needsComma = true
     }
 
-    func bool(_ value: Bool) {
+    override func bool(_ value: Bool) {
         separate()
         buffer.append(value ? "true" : "false")
         needsComma = true
     }
 
-    func int(_ value: Int64) {
+    override func int(_ value: Int64) {
         separate()
         appendDecimal(value.magnitude, negative: value < 0, to: buffer)
         needsComma = true
     }
 
-    func uint(_ value: UInt64) {
+    override func uint(_ value: UInt64) {
         separate()
         appendDecimal(value, negative: false, to: buffer)
         needsComma = true
     }
 
-    func double(_ value: Double) {
+    override func double(_ value: Double) {
         guard value.isFinite else {
             beginObject()
             plainKey("__type")
@@ -98,17 +100,18 @@ final class JSONSink: GraphSink {
         needsComma = true
     }
 
-    func string(_ value: String) {
+    override func string(_ value: String) {
         separate()
         writeString(value)
         needsComma = true
     }
 
-    func sharedValue(_ value: String) {
+    override func sharedValue(_ value: String) {
         string(value)
     }
 
-    func date(_ value: Date) {
+    override func date(_ value: Date) {
+        if appendFastDate(value) { return }
         scratch.removeAll(keepingCapacity: true)
         guard ISODate.append(value, to: &scratch) else {
             // Far outside any calendar: the exact seconds, as ModelValue.jsonDate does.
@@ -127,7 +130,72 @@ final class JSONSink: GraphSink {
         needsComma = true
     }
 
-    func data(_ value: Data) {
+    /// The whole seconds of the last date written and its `YYYY-MM-DDTHH:MM:SS` text: a model's
+    /// dates are often in the same second.
+    @exclusivity(unchecked) private var lastWholeSeconds: Int64 = -1
+    @exclusivity(unchecked) private var lastPrefix: [UInt8] = Array(repeating: 0, count: 19)
+
+    /// Writes a date after 2001 and before 5138 the way ``ISODate/append(_:to:)`` does (the same
+    /// text: whole seconds from the calendar, then the fractional digits of the shortest decimal
+    /// form of the seconds), without its intermediate strings. Returns `false` for other dates.
+    private func appendFastDate(_ value: Date) -> Bool {
+        let seconds = value.timeIntervalSinceReferenceDate
+        guard seconds >= 0, seconds < 1e11 else { return false }
+        var text = seconds.description
+        return text.withUTF8 { digits -> Bool in
+            var whole: Int64 = 0
+            var index = 0
+            while index < digits.count, digits[index] != UInt8(ascii: ".") {
+                let digit = digits[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return false }  // an exponent form
+                whole = whole * 10 + Int64(digit)
+                index += 1
+            }
+            // The digits after the point, without trailing zeros ("700000000.0" has none).
+            var end = digits.count
+            while end > index + 1, digits[end - 1] == UInt8(ascii: "0") { end -= 1 }
+            for position in (index + 1)..<max(index + 1, end) where digits[position] &- UInt8(ascii: "0") >= 10 {
+                return false  // an exponent form
+            }
+            if whole != lastWholeSeconds {
+                let since1970 = whole + ISODate.referenceOffset
+                let days = since1970 / 86_400
+                let secondOfDay = since1970 - days * 86_400
+                let (year, month, day) = ISODate.civil(fromDays: days)
+                guard year <= 9999 else { return false }
+                lastPrefix.withUnsafeMutableBufferPointer { prefix in
+                    func two(_ value: Int, at offset: Int) {
+                        prefix[offset] = UInt8(ascii: "0") &+ UInt8(value / 10)
+                        prefix[offset + 1] = UInt8(ascii: "0") &+ UInt8(value % 10)
+                    }
+                    two(Int(year / 100), at: 0)
+                    two(Int(year % 100), at: 2)
+                    prefix[4] = UInt8(ascii: "-")
+                    two(month, at: 5)
+                    prefix[7] = UInt8(ascii: "-")
+                    two(day, at: 8)
+                    prefix[10] = UInt8(ascii: "T")
+                    two(Int(secondOfDay / 3600), at: 11)
+                    prefix[13] = UInt8(ascii: ":")
+                    two(Int(secondOfDay / 60 % 60), at: 14)
+                    prefix[16] = UInt8(ascii: ":")
+                    two(Int(secondOfDay % 60), at: 17)
+                }
+                lastWholeSeconds = whole
+            }
+            separate()
+            buffer.append(#"{"__type":"Date","iso":""#)
+            buffer.append(lastPrefix)
+            if end > index + 1 {
+                buffer.append(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[index..<end]))
+            }
+            buffer.append(#"Z"}"#)
+            needsComma = true
+            return true
+        }
+    }
+
+    override func data(_ value: Data) {
         beginObject()
         plainKey("__type")
         string("Bytes")
@@ -136,49 +204,113 @@ final class JSONSink: GraphSink {
         endObject()
     }
 
-    func modelId(_ value: ModelID) {
+    override func modelId(_ value: ModelID) {
         separate()
+        writeModelId(value)
+        needsComma = true
+    }
+
+    private func writeModelId(_ value: ModelID) {
         buffer.reserve(38)
         buffer.appendUnchecked(UInt8(ascii: "\""))
         value.writeText(to: buffer.base + buffer.count)
         buffer.advance(by: 36)
         buffer.appendUnchecked(UInt8(ascii: "\""))
+    }
+
+    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
+        separate()
+        buffer.append(#"{"model":"#)
+        writeString(name)
+        buffer.append(#","modelId":"#)
+        writeModelId(id)
+        buffer.append(#","objectId":"#)
+        if let objectId { writeString(objectId) } else { buffer.append("null") }
+        buffer.append(#","createdAt":"#)
+        needsComma = false
+        date(createdAt)
+        buffer.append(#","updatedAt":"#)
+        needsComma = false
+        date(updatedAt)
+        buffer.append(#","properties":"#)
+        needsComma = false
+    }
+
+    override func pointer(name: String, id: ModelID, objectId: String?) {
+        separate()
+        buffer.append(#"{"__type":"ModelPointer","model":"#)
+        writeString(name)
+        buffer.append(#","modelId":"#)
+        writeModelId(id)
+        buffer.append(#","objectId":"#)
+        if let objectId { writeString(objectId) } else { buffer.append("null") }
+        buffer.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
-    func finish() throws {}
+    override func finish() throws {}
 
-    var usesJSONForms: Bool { true }
+    override var usesJSONForms: Bool { true }
 
-    func checkpoint() -> Int { buffer.position }
+    override func checkpoint() -> Int { buffer.position }
 
-    func rollback(to checkpoint: Int) {
+    override func rollback(to checkpoint: Int) {
         buffer.truncate(to: checkpoint)
         needsComma = false
     }
 
-    /// Appends `text` quoted and escaped. Runs that need no escaping (almost everything) are
-    /// copied in one go.
+    /// Appends `text` quoted and escaped. Strings that need no escaping (almost all of them) are
+    /// copied in one go after one scan.
     private func writeString(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in
-            buffer.reserve(utf8.count + 2)
-            buffer.appendUnchecked(UInt8(ascii: "\""))
-            var runStart = 0
-            var index = 0
             let count = utf8.count
-            while index < count {
-                let byte = utf8[index]
-                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                    buffer.append(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8)[runStart..<index]))
-                    escape(byte)
-                    runStart = index + 1
-                }
-                index += 1
+            guard let start = utf8.baseAddress else {
+                buffer.append(StaticString("\"\""))
+                return
             }
-            buffer.append(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8)[runStart..<count]))
+            var index = needsEscapeFrom(start, count)
+            buffer.reserve(count + 2)
+            buffer.appendUnchecked(UInt8(ascii: "\""))
+            if index == count {
+                buffer.append(UnsafeRawBufferPointer(utf8))
+            } else {
+                var runStart = 0
+                while index < count {
+                    let byte = start[index]
+                    if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                        buffer.append(UnsafeRawBufferPointer(start: start + runStart, count: index - runStart))
+                        escape(byte)
+                        runStart = index + 1
+                    }
+                    index += 1
+                }
+                buffer.append(UnsafeRawBufferPointer(start: start + runStart, count: count - runStart))
+            }
             buffer.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// The index of the first byte of `bytes` that needs escaping, or `count`. Checks eight bytes
+    /// at a time (for a byte below 0x20, a quote or a backslash in a 64-bit word at once).
+    @inline(__always) private func needsEscapeFrom(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        while index + 8 <= count {
+            let word = UnsafeRawPointer(bytes + index).loadUnaligned(as: UInt64.self)
+            let control = (word &- ones &* 0x20) & ~word & highs
+            let quote = (word ^ (ones &* 0x22)) &- ones & ~(word ^ (ones &* 0x22)) & highs
+            let backslash = (word ^ (ones &* 0x5C)) &- ones & ~(word ^ (ones &* 0x5C)) & highs
+            if control | quote | backslash != 0 { break }
+            index += 8
+        }
+        while index < count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
+            index += 1
+        }
+        return count
     }
 
     private func escape(_ byte: UInt8) {

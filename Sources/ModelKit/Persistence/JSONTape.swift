@@ -21,7 +21,7 @@ final class JSONTape {
         var end: Int
     }
 
-    var entries: [Entry] = []
+    @exclusivity(unchecked) var entries: [Entry] = []
     let bytes: UnsafeBufferPointer<UInt8>
 
     init(bytes: UnsafeBufferPointer<UInt8>) {

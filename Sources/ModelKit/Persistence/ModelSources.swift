@@ -8,7 +8,7 @@ private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties
 final class JSONSource: ModelSource {
     let bytes: UnsafeBufferPointer<UInt8>
     private let tape: JSONTape
-    private var infos = ModelTypeInfoCache()
+    @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -134,7 +134,7 @@ final class JSONSource: ModelSource {
 /// Models from a binary property list, read in place.
 final class BinaryPlistSource: ModelSource {
     let document: BinaryPlistDocument
-    private var infos = ModelTypeInfoCache()
+    @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
 
     init(bytes: UnsafeBufferPointer<UInt8>) throws {
         document = try BinaryPlistDocument(bytes: bytes)

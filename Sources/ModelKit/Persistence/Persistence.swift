@@ -2,13 +2,43 @@ import Foundation
 
 /// Writing and reading persisted files and data: the shared implementation of the public API.
 enum Persistence {
-    /// Writes the envelope and every model reachable from `roots` to `buffer`.
-    static func encode(_ roots: [any Model], format: PersistenceFormat, into buffer: OutputBuffer) throws {
+    /// What to write: the models to start from, with their identities when known.
+    struct Roots {
+        var models: [any Model]
+        var identities: [(id: ModelID, objectId: String?)]?
+
+        init(_ models: [any Model]) {
+            self.models = models
+        }
+
+        /// Every model in `context`, with ids and object ids from its identity map (reading them
+        /// from each model would copy each model's storage).
+        init(context: ModelContext) {
+            var models: [any Model] = []
+            var identities: [(id: ModelID, objectId: String?)] = []
+            context.registry.withLock { registry in
+                var objectIds: [ObjectIdentifier: String] = [:]
+                for (key, model) in registry.objectIds { objectIds[ObjectIdentifier(model)] = key.objectId }
+                models.reserveCapacity(registry.models.count)
+                identities.reserveCapacity(registry.models.count)
+                for (id, model) in registry.models {
+                    models.append(model)
+                    identities.append((id, objectIds[ObjectIdentifier(model)]))
+                }
+            }
+            self.models = models
+            self.identities = identities
+        }
+    }
+
+    /// Writes the envelope and every model reachable from the roots to `buffer`.
+    static func encode(_ roots: Roots, format: PersistenceFormat, into buffer: OutputBuffer) throws {
         switch format {
         case .json:
-            try GraphStreamWriter(sink: JSONSink(buffer: buffer)).writeDocument(roots: roots)
+            try GraphStreamWriter(sink: JSONSink(buffer: buffer)).writeDocument(roots: roots.models, identities: roots.identities)
         case .binaryPropertyList:
-            try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer)).writeDocument(roots: roots)
+            try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer)).writeDocument(
+                roots: roots.models, identities: roots.identities)
         case .xmlPropertyList:
             let xml = try data(roots, format: .xmlPropertyList)
             xml.withUnsafeBytes { buffer.append($0) }
@@ -16,13 +46,14 @@ enum Persistence {
     }
 
     /// A binary property list with exact dates, for conversion to XML.
-    private static func binaryForXML(_ roots: [any Model]) throws -> Data {
+    private static func binaryForXML(_ roots: Roots) throws -> Data {
         let buffer = OutputBuffer(descriptor: nil)
-        try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer, exactDates: true)).writeDocument(roots: roots)
+        try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer, exactDates: true)).writeDocument(
+            roots: roots.models, identities: roots.identities)
         return buffer.takeData()
     }
 
-    static func data(_ roots: [any Model], format: PersistenceFormat) throws -> Data {
+    static func data(_ roots: Roots, format: PersistenceFormat) throws -> Data {
         let buffer = OutputBuffer(descriptor: nil)
         if format == .xmlPropertyList {
             return try XMLPropertyList.xml(fromBinary: binaryForXML(roots))
@@ -31,7 +62,7 @@ enum Persistence {
         return buffer.takeData()
     }
 
-    static func write(_ roots: [any Model], format: PersistenceFormat, to url: URL) throws {
+    static func write(_ roots: Roots, format: PersistenceFormat, to url: URL) throws {
         try AtomicFile.write(to: url) { buffer in try encode(roots, format: format, into: buffer) }
     }
 
@@ -61,7 +92,7 @@ extension ModelContext {
     ///   then unchanged.
     /// - Complexity: O(n) in the size of the graph.
     public func write(to url: URL, format: PersistenceFormat = .json) throws {
-        try Persistence.write(allModels, format: format, to: url)
+        try Persistence.write(Persistence.Roots(context: self), format: format, to: url)
     }
 
     /// Every model in the context as the bytes of a file in `format`. See ``write(to:format:)``.
@@ -69,7 +100,7 @@ extension ModelContext {
     /// - Throws: ``SerializationError`` when a model fails to encode.
     /// - Complexity: O(n) in the size of the graph.
     public func data(format: PersistenceFormat = .json) throws -> Data {
-        try Persistence.data(allModels, format: format)
+        try Persistence.data(Persistence.Roots(context: self), format: format)
     }
 
     /// Loads the models in a file into the context, merging by identity.
@@ -121,7 +152,7 @@ extension Model {
     /// - Throws: ``SerializationError`` when a model fails to encode.
     /// - Complexity: O(n) in the size of the reachable graph.
     public func persistedData(format: PersistenceFormat = .json) throws -> Data {
-        try Persistence.data([self], format: format)
+        try Persistence.data(Persistence.Roots([self]), format: format)
     }
 
     /// Writes this model and every model it reaches to a file, atomically. See
@@ -130,7 +161,7 @@ extension Model {
     /// - Throws: ``SerializationError``, or a file-system error; the target file is then unchanged.
     /// - Complexity: O(n) in the size of the reachable graph.
     public func write(to url: URL, format: PersistenceFormat = .json) throws {
-        try Persistence.write([self], format: format, to: url)
+        try Persistence.write(Persistence.Roots([self]), format: format, to: url)
     }
 
     /// Loads a file written by ``write(to:format:)`` (or any file ``ModelContext/load(from:options:)``

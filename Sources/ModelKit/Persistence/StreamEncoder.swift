@@ -10,18 +10,18 @@ import Foundation
 // be streamed: the writer then reports the model as `invalidValue` rather than write wrong data.
 
 /// Encodes one value of the model being written. Handed to `encode(to:)` implementations.
-final class ValueEncoder<Sink: GraphSink>: Encoder {
-    let writer: GraphStreamWriter<Sink>
+final class ValueEncoder: Encoder {
+    let writer: GraphStreamWriter
     /// The nesting level of the container this value opens (1 for a model's properties).
     let level: Int
     /// How many values deep this one is (the nesting limit counts these).
     let depth: Int
     let codingPath: [any CodingKey]
     /// Whether this value has written anything (a container or a single value).
-    var started = false
+    @exclusivity(unchecked) var started = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(writer: GraphStreamWriter<Sink>, level: Int, depth: Int, codingPath: [any CodingKey]) {
+    init(writer: GraphStreamWriter, level: Int, depth: Int, codingPath: [any CodingKey]) {
         self.writer = writer
         self.level = level
         self.depth = depth
@@ -31,7 +31,7 @@ final class ValueEncoder<Sink: GraphSink>: Encoder {
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         open(isObject: true)
         return KeyedEncodingContainer(
-            StreamKeyedContainer<Key, Sink>(writer: writer, level: level, depth: depth, codingPath: codingPath))
+            StreamKeyedContainer<Key>(writer: writer, level: level, depth: depth, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -55,13 +55,13 @@ final class ValueEncoder<Sink: GraphSink>: Encoder {
     }
 }
 
-struct StreamKeyedContainer<Key: CodingKey, Sink: GraphSink>: KeyedEncodingContainerProtocol {
-    let writer: GraphStreamWriter<Sink>
+struct StreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let writer: GraphStreamWriter
     let level: Int
     let depth: Int
     let codingPath: [any CodingKey]
 
-    @inline(__always) private func member(_ key: Key) throws -> Sink {
+    @inline(__always) private func member(_ key: Key) throws -> GraphSink {
         try writer.enter(level: level, at: codingPath)
         writer.sink.key(key.stringValue)
         return writer.sink
@@ -120,7 +120,7 @@ struct StreamKeyedContainer<Key: CodingKey, Sink: GraphSink>: KeyedEncodingConta
             writer.noteMisuse(at: path)
         }
         return KeyedEncodingContainer(
-            StreamKeyedContainer<NestedKey, Sink>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path))
+            StreamKeyedContainer<NestedKey>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
@@ -144,21 +144,21 @@ struct StreamKeyedContainer<Key: CodingKey, Sink: GraphSink>: KeyedEncodingConta
     }
 }
 
-struct StreamUnkeyedContainer<Sink: GraphSink>: UnkeyedEncodingContainer {
-    let writer: GraphStreamWriter<Sink>
+struct StreamUnkeyedContainer: UnkeyedEncodingContainer {
+    let writer: GraphStreamWriter
     let level: Int
     let depth: Int
     let codingPath: [any CodingKey]
     private(set) var count = 0
 
-    init(writer: GraphStreamWriter<Sink>, level: Int, depth: Int, codingPath: [any CodingKey]) {
+    init(writer: GraphStreamWriter, level: Int, depth: Int, codingPath: [any CodingKey]) {
         self.writer = writer
         self.level = level
         self.depth = depth
         self.codingPath = codingPath
     }
 
-    @inline(__always) private mutating func element() throws -> Sink {
+    @inline(__always) private mutating func element() throws -> GraphSink {
         try writer.enter(level: level, at: codingPath)
         count += 1
         return writer.sink
@@ -194,7 +194,7 @@ struct StreamUnkeyedContainer<Sink: GraphSink>: UnkeyedEncodingContainer {
             writer.noteMisuse(at: path)
         }
         return KeyedEncodingContainer(
-            StreamKeyedContainer<NestedKey, Sink>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path))
+            StreamKeyedContainer<NestedKey>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -214,11 +214,11 @@ struct StreamUnkeyedContainer<Sink: GraphSink>: UnkeyedEncodingContainer {
     }
 }
 
-struct StreamSingleValueContainer<Sink: GraphSink>: SingleValueEncodingContainer {
-    let encoder: ValueEncoder<Sink>
+struct StreamSingleValueContainer: SingleValueEncodingContainer {
+    let encoder: ValueEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
 
-    private func value() throws -> Sink {
+    private func value() throws -> GraphSink {
         let writer = encoder.writer
         guard !encoder.started, writer.closeContainers(above: encoder.level - 1) else {
             writer.noteMisuse(at: codingPath)
