@@ -84,6 +84,30 @@ struct PersistenceTests {
         #expect(models == [try note.serialize(as: .json)])
     }
 
+    @Test("dates are written as the same ISO text as serialize() writes, and read back exactly")
+    func dateText() throws {
+        let context = ModelContext()
+        let model = Everything.instance(in: context)
+        var generator = SplitMix64(seed: 0xDA7E)
+        var dates: [Date] = [Date(), Date(timeIntervalSinceReferenceDate: 0), Date(timeIntervalSinceReferenceDate: 0.5)]
+        for _ in 0..<3000 {
+            let whole = Double(generator.next() % 4_000_000_000) - 1_000_000_000
+            let digits = Double(1 << (generator.next() % 30))
+            dates.append(Date(timeIntervalSinceReferenceDate: whole + Double(generator.next() % 10_000_000) / 10_000_000))
+            dates.append(Date(timeIntervalSinceReferenceDate: whole + 1 / digits))
+        }
+        model.dates = dates
+        let data = try context.data(format: .json)
+        guard case .object(let envelope) = try ModelValue(json: data), case .array(let models)? = envelope["models"] else {
+            Issue.record("no models")
+            return
+        }
+        #expect(models.first == (try model.serialize(as: .json)))
+        let target = ModelContext()
+        try target.load(data)
+        #expect(target.model(Everything.self, modelId: model.modelId)?.dates == dates)
+    }
+
     @Test("every supported property type round-trips in every format", arguments: PersistenceFormat.allCases)
     func everything(format: PersistenceFormat) throws {
         let context = ModelContext()

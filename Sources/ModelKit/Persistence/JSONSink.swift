@@ -135,64 +135,82 @@ final class JSONSink: GraphSink {
     @exclusivity(unchecked) private var lastWholeSeconds: Int64 = -1
     @exclusivity(unchecked) private var lastPrefix: [UInt8] = Array(repeating: 0, count: 19)
 
-    /// Writes a date after 2001 and before 5138 the way ``ISODate/append(_:to:)`` does (the same
-    /// text: whole seconds from the calendar, then the fractional digits of the shortest decimal
-    /// form of the seconds), without its intermediate strings. Returns `false` for other dates.
+    /// Writes a date between 2001 and 5138 the way ``ISODate/append(_:to:)`` does (whole seconds
+    /// from the calendar, then the fractional digits of the shortest decimal that reads back as the
+    /// same seconds), without building strings. Returns `false` for other dates.
     private func appendFastDate(_ value: Date) -> Bool {
         let seconds = value.timeIntervalSinceReferenceDate
         guard seconds >= 0, seconds < 1e11 else { return false }
-        var text = seconds.description
-        return text.withUTF8 { digits -> Bool in
-            var whole: Int64 = 0
-            var index = 0
-            while index < digits.count, digits[index] != UInt8(ascii: ".") {
-                let digit = digits[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { return false }  // an exponent form
-                whole = whole * 10 + Int64(digit)
-                index += 1
-            }
-            // The digits after the point, without trailing zeros ("700000000.0" has none).
-            var end = digits.count
-            while end > index + 1, digits[end - 1] == UInt8(ascii: "0") { end -= 1 }
-            for position in (index + 1)..<max(index + 1, end) where digits[position] &- UInt8(ascii: "0") >= 10 {
-                return false  // an exponent form
-            }
-            if whole != lastWholeSeconds {
-                let since1970 = whole + ISODate.referenceOffset
-                let days = since1970 / 86_400
-                let secondOfDay = since1970 - days * 86_400
-                let (year, month, day) = ISODate.civil(fromDays: days)
-                guard year <= 9999 else { return false }
-                lastPrefix.withUnsafeMutableBufferPointer { prefix in
-                    func two(_ value: Int, at offset: Int) {
-                        prefix[offset] = UInt8(ascii: "0") &+ UInt8(value / 10)
-                        prefix[offset + 1] = UInt8(ascii: "0") &+ UInt8(value % 10)
-                    }
-                    two(Int(year / 100), at: 0)
-                    two(Int(year % 100), at: 2)
-                    prefix[4] = UInt8(ascii: "-")
-                    two(month, at: 5)
-                    prefix[7] = UInt8(ascii: "-")
-                    two(day, at: 8)
-                    prefix[10] = UInt8(ascii: "T")
-                    two(Int(secondOfDay / 3600), at: 11)
-                    prefix[13] = UInt8(ascii: ":")
-                    two(Int(secondOfDay / 60 % 60), at: 14)
-                    prefix[16] = UInt8(ascii: ":")
-                    two(Int(secondOfDay % 60), at: 17)
+        let whole = Int64(seconds)
+        // The fewest fractional digits k such that n / 10^k reads back as `seconds`: for a fixed
+        // whole part that is the shortest round-trip decimal. Dividing by an exact power of ten
+        // rounds once, as parsing the decimal text does. Past 10^7 (or 2^53) the general path
+        // (Double.description) decides.
+        var digits = 0
+        var fraction: Int64 = 0
+        if Double(whole) != seconds {
+            var scale = 1.0
+            var found = false
+            for count in 1...7 {
+                scale *= 10
+                let scaled = (seconds * scale).rounded()
+                guard scaled < 9.0e15 else { break }
+                if scaled / scale == seconds {
+                    let total = Int64(scaled)
+                    fraction = total - whole * Int64(scale)
+                    digits = count
+                    found = fraction > 0 && fraction < Int64(scale)
+                    break
                 }
-                lastWholeSeconds = whole
             }
-            separate()
-            buffer.append(#"{"__type":"Date","iso":""#)
-            buffer.append(lastPrefix)
-            if end > index + 1 {
-                buffer.append(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[index..<end]))
-            }
-            buffer.append(#"Z"}"#)
-            needsComma = true
-            return true
+            guard found else { return false }
         }
+        if whole != lastWholeSeconds {
+            let since1970 = whole + ISODate.referenceOffset
+            let days = since1970 / 86_400
+            let secondOfDay = since1970 - days * 86_400
+            let (year, month, day) = ISODate.civil(fromDays: days)
+            guard year <= 9999 else { return false }
+            lastPrefix.withUnsafeMutableBufferPointer { prefix in
+                func two(_ value: Int, at offset: Int) {
+                    prefix[offset] = UInt8(ascii: "0") &+ UInt8(value / 10)
+                    prefix[offset + 1] = UInt8(ascii: "0") &+ UInt8(value % 10)
+                }
+                two(Int(year / 100), at: 0)
+                two(Int(year % 100), at: 2)
+                prefix[4] = UInt8(ascii: "-")
+                two(month, at: 5)
+                prefix[7] = UInt8(ascii: "-")
+                two(day, at: 8)
+                prefix[10] = UInt8(ascii: "T")
+                two(Int(secondOfDay / 3600), at: 11)
+                prefix[13] = UInt8(ascii: ":")
+                two(Int(secondOfDay / 60 % 60), at: 14)
+                prefix[16] = UInt8(ascii: ":")
+                two(Int(secondOfDay % 60), at: 17)
+            }
+            lastWholeSeconds = whole
+        }
+        separate()
+        buffer.append(#"{"__type":"Date","iso":""#)
+        buffer.append(lastPrefix)
+        if digits > 0 {
+            // The k digits, with leading zeros, without trailing ones (k is minimal, so the last
+            // digit is not a zero).
+            buffer.reserve(8)
+            buffer.appendUnchecked(UInt8(ascii: "."))
+            var divisor: Int64 = 1
+            for _ in 1..<digits { divisor *= 10 }
+            var rest = fraction
+            while divisor > 0 {
+                buffer.appendUnchecked(UInt8(ascii: "0") &+ UInt8(rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        buffer.append(#"Z"}"#)
+        needsComma = true
+        return true
     }
 
     override func data(_ value: Data) {
