@@ -325,14 +325,39 @@ final class GraphLoader {
                 code, modelIndex: index, modelName: name, path: key, byteOffset: document.byteOffset(of: found ?? node),
                 expected: expected, found: found.map { document.describeNode($0) } ?? "no \"\(key)\" key")
         }
-        guard let nameNode = try document.member(of: node, named: "model") else {
+        // One pass over the members (the header keys, and the properties' key).
+        var nameNode: Int?
+        var idNode: Int?
+        var objectNode: Int?
+        var createdNode: Int?
+        var updatedNode: Int?
+        var propertiesNode: Int?
+        var cursor = document.startCursor(of: node)
+        for _ in 0..<(try document.count(of: node)) {
+            let (key, value) = try document.next(in: node, cursor: &cursor)
+            guard document.kind(of: key) == .string else { continue }
+            if try document.stringEquals(key, "properties") {
+                propertiesNode = value
+            } else if try document.stringEquals(key, "modelId") {
+                idNode = value
+            } else if try document.stringEquals(key, "model") {
+                nameNode = value
+            } else if try document.stringEquals(key, "objectId") {
+                objectNode = value
+            } else if try document.stringEquals(key, "createdAt") {
+                createdNode = value
+            } else if try document.stringEquals(key, "updatedAt") {
+                updatedNode = value
+            }
+        }
+        guard let nameNode else {
             throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
         }
         guard document.kind(of: nameNode) == .string else {
             throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
         }
         let name = try document.string(nameNode)
-        guard let idNode = try document.member(of: node, named: "modelId") else {
+        guard let idNode else {
             throw fail(.valueNotFound, "modelId", "the model id as a string", name, nil)
         }
         guard document.kind(of: idNode) == .string else {
@@ -342,24 +367,24 @@ final class GraphLoader {
             throw fail(.invalidModelId, "modelId", "a model id (8-4-4-4-12 hexadecimal digits)", name, idNode)
         }
         var objectId: String?
-        if let objectNode = try document.member(of: node, named: "objectId"), try !document.isNull(objectNode) {
+        if let objectNode, try !document.isNull(objectNode) {
             guard document.kind(of: objectNode) == .string else {
                 throw fail(.typeMismatch, "objectId", "the object id as a string or null", name, objectNode)
             }
             objectId = try document.string(objectNode)
         }
         let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
-        func date(_ key: String) throws -> Date? {
-            guard let dateNode = try document.member(of: node, named: key), try !document.isNull(dateNode) else { return nil }
+        func date(_ dateNode: Int?, _ key: String) throws -> Date? {
+            guard let dateNode, try !document.isNull(dateNode) else { return nil }
             do {
                 return try dates.date(dateNode, [IndexKey(stringValue: key)])
             } catch let error as SerializationError {
                 throw error.located(modelIndex: index, modelName: name)
             }
         }
-        let createdAt = try date("createdAt")
-        let updatedAt = try date("updatedAt")
-        guard let propertiesNode = try document.member(of: node, named: "properties") else {
+        let createdAt = try date(createdNode, "createdAt")
+        let updatedAt = try date(updatedNode, "updatedAt")
+        guard let propertiesNode else {
             throw fail(.valueNotFound, "properties", "an object of properties", name, nil)
         }
         guard document.kind(of: propertiesNode) == .object else {

@@ -210,15 +210,19 @@ enum FastISODate {
         // Dates before 2001 need the ten's complement of the fraction: the general parser does it.
         guard whole >= 0 else { return nil }
         if text.count == 20 { return Date(timeIntervalSinceReferenceDate: Double(whole)) }
-        guard text[19] == UInt8(ascii: "."), text.count > 21, text.count <= 60 else { return nil }
-        let fraction = UnsafeBufferPointer(rebasing: text[20..<(text.count - 1)])
-        for byte in fraction where byte &- UInt8(ascii: "0") >= 10 { return nil }
-        // The writer wrote the shortest decimal text of the seconds as whole + "." + fraction:
-        // parsing the same text gives back the same Double.
-        var decimal = String(whole)
-        decimal.append(".")
-        decimal.append(String(decoding: fraction, as: UTF8.self))
-        guard let seconds = Double(decimal) else { return nil }
+        guard text[19] == UInt8(ascii: "."), text.count > 21, text.count <= 28 else { return nil }
+        // At most 7 fractional digits: whole * 10^k + fraction stays below 2^53, so the division
+        // by the exact power of ten rounds once, exactly as parsing the decimal text would.
+        var scaled = whole
+        var scale: Int64 = 1
+        for index in 20..<(text.count - 1) {
+            let digit = text[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            scaled = scaled * 10 + Int64(digit)
+            scale *= 10
+        }
+        guard scaled < 1 << 53 else { return nil }
+        let seconds = Double(scaled) / Double(scale)
         return Date(timeIntervalSinceReferenceDate: seconds)
     }
 }

@@ -165,8 +165,16 @@ struct JSONScanner {
             switch bytes[position] {
             case UInt8(ascii: "\""):
                 position += 1
-                while position < count, bytes[position] != UInt8(ascii: "\"") {
-                    position += bytes[position] == UInt8(ascii: "\\") ? 2 : 1
+                while true {
+                    while position + 8 <= count,
+                        !wordNeedsAttention(UnsafeRawPointer(bytes.baseAddress! + position).loadUnaligned(as: UInt64.self))
+                    {
+                        position += 8
+                    }
+                    guard position < count else { break }
+                    let byte = bytes[position]
+                    if byte == UInt8(ascii: "\"") { break }
+                    position += byte == UInt8(ascii: "\\") ? 2 : 1
                 }
                 position += 1
             case UInt8(ascii: "{"), UInt8(ascii: "["):
@@ -230,7 +238,13 @@ struct JSONScanner {
         var escaped = false
         let count = bytes.count
         while true {
-            // ASCII that needs no attention: the common case, one comparison chain per byte.
+            // ASCII that needs no attention, eight bytes at a time: no byte below 0x20 or from
+            // 0x80 up, no quote, no backslash.
+            while position + 8 <= count {
+                let word = UnsafeRawPointer(bytes.baseAddress! + position).loadUnaligned(as: UInt64.self)
+                if wordNeedsAttention(word) { break }
+                position += 8
+            }
             while position < count {
                 let byte = bytes[position]
                 guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
@@ -292,6 +306,18 @@ struct JSONScanner {
         }
         return offset + length
     }
+}
+
+/// Whether an 8-byte word of string text holds a byte below 0x20, a byte from 0x80 up, a quote
+/// or a backslash (each test flags a zero byte after the XOR, SWAR style).
+@inline(__always) func wordNeedsAttention(_ word: UInt64) -> Bool {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    let quote = word ^ (ones &* 0x22)
+    let backslash = word ^ (ones &* 0x5C)
+    let found =
+        (word &- ones &* 0x20) | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash | word
+    return found & highs != 0
 }
 
 @inline(__always) func hexValue(_ byte: UInt8) -> UInt32? {
