@@ -274,6 +274,48 @@ final class BinaryPlistSink: GraphSink {
         }
     }
 
+    /// Object numbers of the constant keys and tags of headers and pointers, looked up once.
+    private lazy var constants: [UInt32] = [
+        "model", "modelId", "objectId", "createdAt", "updatedAt", "properties", "__type", "ModelPointer",
+    ].map(sharedString)
+    /// The last model name written and its object number.
+    @exclusivity(unchecked) private var lastName: (text: String, ref: UInt32)?
+
+    private func nameRef(_ name: String) -> UInt32 {
+        if let lastName, lastName.text == name { return lastName.ref }
+        let ref = sharedString(name)
+        lastName = (name, ref)
+        return ref
+    }
+
+    @inline(__always) private func constantKey(_ index: Int) {
+        frames[depth - 1].keys.append(constants[index])
+    }
+
+    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
+        let keys = constants
+        beginObject()
+        frames[depth - 1].keys.append(contentsOf: keys[0..<6])
+        place(nameRef(name))
+        modelId(id)
+        if let objectId { string(objectId) } else { null() }
+        date(createdAt)
+        date(updatedAt)
+        // The properties value comes next, matching the sixth key.
+    }
+
+    override func pointer(name: String, id: ModelID, objectId: String?) {
+        let keys = constants
+        beginObject()
+        frames[depth - 1].keys.append(keys[6])
+        frames[depth - 1].keys.append(contentsOf: keys[0..<3])
+        place(keys[7])
+        place(nameRef(name))
+        modelId(id)
+        if let objectId { string(objectId) } else { null() }
+        endObject()
+    }
+
     override func finish() throws {
         let tableOffset = buffer.position
         let largest = UInt64(tableOffset)
