@@ -43,7 +43,8 @@ final class GraphLoader {
     @exclusivity(unchecked) private var placeholders: [ModelID: any Model] = [:]
     @exclusivity(unchecked) private var placeholderOrder: [any Model] = []
     @exclusivity(unchecked) private var updates: [() -> Void] = []
-    @exclusivity(unchecked) private var inserts: [any Model] = []
+    @exclusivity(unchecked) private var inserts: [ModelContext.LoadedModel] = []
+    @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
     @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
     /// Decodes default values (which never hold references) for keys missing from the data.
@@ -93,13 +94,22 @@ final class GraphLoader {
 
     private func commit() {
         for update in updates { update() }
-        for model in inserts { insert(model) }
+        // New models were marked as members of the context when they were filled in; the few
+        // the context turns away (another thread inserted the same id meanwhile) are unmarked.
+        for model in context.registerLoaded(inserts) { Self.detach(model) }
         for model in placeholderOrder { insert(model) }
     }
 
     private func insert<M: Model>(_ model: M) {
         guard !(model is any ContextFreeModel) else { return }
         context.insert(model)
+    }
+
+    private static func detach<M: Model>(_ model: M) {
+        update(&model.storage) { storage in
+            storage.context = nil
+            storage.metadata.membership = .unmanaged
+        }
     }
 
     /// The model name of `type`, cached: the registry takes a lock.
@@ -201,8 +211,14 @@ final class GraphLoader {
         let context = self.context
         guard wasInContext[index] else {
             // Not visible to anyone yet: fill it in now, register it at commit.
-            Self.apply(properties, header, to: model)
-            inserts.append(model)
+            let key = ObjectIdentifier(M.self)
+            let isContextFree = contextFree[key] ?? (M.self is any ContextFreeModel.Type)
+            contextFree[key] = isContextFree
+            Self.apply(properties, header, to: model, joining: isContextFree ? nil : context)
+            if !isContextFree {
+                if inserts.isEmpty || inserts[inserts.count - 1].type != key { ModelRegistry.noteUse(of: M.self) }
+                inserts.append(ModelContext.LoadedModel(model: model, type: key, id: header.id, objectId: header.objectId))
+            }
             return
         }
         updates.append {
@@ -214,13 +230,20 @@ final class GraphLoader {
 
     /// Assigns loaded values, in one access to the storage: each access through the protocol
     /// looks up the storage's generic type and copies or re-stores it.
-    private static func apply<M: Model>(_ properties: M.Properties, _ header: Header, to model: M) {
+    private static func apply<M: Model>(
+        _ properties: M.Properties, _ header: Header, to model: M, joining context: ModelContext? = nil
+    ) {
         update(&model.storage) { storage in
             storage.values = properties
             storage.metadata.objectId = header.objectId
             if let createdAt = header.createdAt { storage.metadata.createdAt = createdAt }
             if let updatedAt = header.updatedAt { storage.metadata.updatedAt = updatedAt }
             storage.metadata.state = .loaded
+            if let context {
+                // What ModelContext.insert does to a model it takes, done in the same access.
+                storage.context = context
+                storage.metadata.membership = .managed
+            }
         }
     }
 
