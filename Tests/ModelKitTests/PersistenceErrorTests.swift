@@ -180,7 +180,12 @@ struct PersistenceFuzzTests {
         var generator = SplitMix64(seed: format == .json ? 0xF00D : 0xBEEF)
         var loaded = 0
         var rejected = 0
-        for _ in 0..<400 {
+        // MODELKIT_FUZZ_ITERATIONS runs a longer session; MODELKIT_FUZZ_DUMP names a file that
+        // holds the input being tried, to recover one that crashes (then add it to Corpus/).
+        let environment = ProcessInfo.processInfo.environment
+        let iterations = environment["MODELKIT_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 400
+        let dump = environment["MODELKIT_FUZZ_DUMP"].map { URL(fileURLWithPath: $0 + (format == .json ? ".json" : ".bplist")) }
+        for _ in 0..<iterations {
             var bytes = original
             for _ in 0...Int(generator.next() % 3) {
                 let position = Int(generator.next() % UInt64(bytes.count))
@@ -197,10 +202,11 @@ struct PersistenceFuzzTests {
                 }
                 if bytes.isEmpty { bytes = [0] }
             }
+            if let dump { try Data(bytes).write(to: dump) }
             if try Self.check(bytes, over: seed) { loaded += 1 } else { rejected += 1 }
         }
-        #expect(loaded + rejected == 400)
-        #expect(rejected > 100)
+        #expect(loaded + rejected == iterations)
+        #expect(rejected > iterations / 4)
     }
 
     @Test("inputs that once failed stay fixed (the regression corpus)")
