@@ -186,11 +186,16 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
         throw mismatch("data", node, path())
     }
 
-    func unbox<T: Decodable>(_ node: Int, defaults: ModelValue?, as type: T.Type, at path: @autoclosure () -> [any CodingKey])
+    /// Decodes `node` as a `T`. `defaults` (the encoded default value at this place) is only
+    /// evaluated for values decoded with a nested decoder: finding it costs a key lookup.
+    /// Each special case checks `T.self` first, so the casts back to `T` are identities.
+    func unbox<T: Decodable>(
+        _ node: Int, defaults: @autoclosure () -> ModelValue?, as type: T.Type, at path: @autoclosure () -> [any CodingKey]
+    )
         throws -> T
     {
-        if T.self == String.self { return try string(node, path()) as! T }
-        if T.self == Date.self { return try date(node, path()) as! T }
+        if T.self == String.self { return unsafeBitCast(try string(node, path()), to: T.self) }
+        if T.self == Date.self { return unsafeBitCast(try date(node, path()), to: T.self) }
         if T.self == [String].self {
             guard document.kind(of: node) == .array else { throw mismatch("an array", node, path()) }
             var result: [String] = []
@@ -201,27 +206,28 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
                 let element = try document.next(in: node, cursor: &cursor).value
                 result.append(try string(element, path() + [IndexKey(intValue: index)]))
             }
-            return result as! T
+            return unsafeBitCast(result, to: T.self)
         }
-        if T.self == Int.self { return try integer(node, as: Int.self, path()) as! T }
-        if T.self == Double.self { return try double(node, path()) as! T }
-        if T.self == Data.self { return try data(node, path()) as! T }
+        if T.self == Int.self { return unsafeBitCast(try integer(node, as: Int.self, path()), to: T.self) }
+        if T.self == Double.self { return unsafeBitCast(try double(node, path()), to: T.self) }
+        if T.self == Data.self { return unsafeBitCast(try data(node, path()), to: T.self) }
         if T.self == URL.self {
             guard let url = URL(string: try string(node, path())) else {
                 throw SerializationError(
                     .invalidValue, path: describe(path()), byteOffset: document.byteOffset(of: node), expected: "a URL",
                     found: document.describeNode(node))
             }
-            return url as! T
+            return unsafeBitCast(url, to: T.self)
         }
-        if T.self == Float.self { return try float(node, path()) as! T }
+        if T.self == Float.self { return unsafeBitCast(try float(node, path()), to: T.self) }
         if T.self == GeoPoint.self {
             guard document.kind(of: node) == .object, let latitude = try document.member(of: node, named: "latitude"),
                 let longitude = try document.member(of: node, named: "longitude")
             else { throw mismatch("a GeoPoint object with latitude and longitude", node, path()) }
-            return GeoPoint(
+            let point = GeoPoint(
                 latitude: try double(latitude, path() + [IndexKey(stringValue: "latitude")]),
-                longitude: try double(longitude, path() + [IndexKey(stringValue: "longitude")])) as! T
+                longitude: try double(longitude, path() + [IndexKey(stringValue: "longitude")]))
+            return unsafeBitCast(point, to: T.self)
         }
         if let reference = T.self as? any TreeReference.Type {
             return try reference.decodeReference(from: node, decoder: self, path: path()) as! T
@@ -232,7 +238,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
                 expected: "at most \(SerializationError.maximumDepth) levels of nested values", found: "deeper nesting")
         }
         let nested = TreeDecoder(
-            document: document, node: node, defaults: defaults, loader: loader, codingPath: path(), depth: depth + 1)
+            document: document, node: node, defaults: defaults(), loader: loader, codingPath: path(), depth: depth + 1)
         return try T(from: nested)
     }
 
@@ -321,9 +327,10 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: KeyedDecodingContain
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let fallback = defaults?[key.stringValue]
-        if let node = try node(key) { return try decoder.unbox(node, defaults: fallback, as: T.self, at: path(key)) }
-        guard let fallback else { throw missing(key) }
+        if let node = try node(key) {
+            return try decoder.unbox(node, defaults: defaults?[key.stringValue], as: T.self, at: path(key))
+        }
+        guard let fallback = defaults?[key.stringValue] else { throw missing(key) }
         return try decoder.fallback(fallback, as: T.self, at: path(key))
     }
 
