@@ -255,22 +255,27 @@ final class GraphLoader {
 
     /// A reference to the model a pointer node refers to. Built from the pointer's id and the
     /// instance, without reading the instance's storage (as `ModelRef(target)` would).
-    func reference<D: TreeDocument, T: Model>(to pointer: Int, in document: D, as type: T.Type, path: [any CodingKey]) throws
+    func reference<D: TreeDocument, T: Model>(
+        to pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
+    ) throws
         -> ModelRef<T>
     {
-        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path)
+        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
         var reference = ModelRef<T>(id: id)
         reference.cached = target
         return reference
     }
 
     /// The model a pointer node refers to, typed as the property that holds it, and its id.
-    func target<D: TreeDocument, T: Model>(of pointer: Int, in document: D, as type: T.Type, path: [any CodingKey]) throws
+    /// The path is only built for an error message.
+    func target<D: TreeDocument, T: Model>(
+        of pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
+    ) throws
         -> (T, ModelID)
     {
         func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
             SerializationError(
-                code, path: describe(path) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
+                code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
                 found: found)
         }
         guard let tag = try document.typeTag(of: pointer), try document.stringEquals(tag, "ModelPointer") else {
@@ -309,7 +314,7 @@ final class GraphLoader {
             if let node = try document.member(of: pointer, named: "objectId"), document.kind(of: node) == .string {
                 objectId = try document.string(node)
             }
-            return (try placeholder(T.self, id: id, objectId: objectId, path: path), id)
+            return (try placeholder(T.self, id: id, objectId: objectId, path: path()), id)
         }
     }
 
@@ -442,21 +447,21 @@ final class GraphLoader {
 }
 
 extension ModelRef: TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: [any CodingKey]) throws
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
         -> ModelRef
     {
         if try decoder.document.isNull(node) { return ModelRef() }
-        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path)
+        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path())
     }
 }
 
 extension ModelArray: TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: [any CodingKey]) throws
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
         -> ModelArray
     {
         let document = decoder.document
         guard document.kind(of: node) == .array else {
-            throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path)
+            throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path())
         }
         let count = try document.count(of: node)
         var array = ModelArray()
@@ -466,7 +471,7 @@ extension ModelArray: TreeReference {
             let pointer = try document.next(in: node, cursor: &cursor).value
             array.references.append(
                 try decoder.loader.reference(
-                    to: pointer, in: document, as: Element.self, path: path + [IndexKey(intValue: position)]))
+                    to: pointer, in: document, as: Element.self, path: path() + [IndexKey(intValue: position)]))
         }
         return array
     }

@@ -7,7 +7,9 @@ import Foundation
 
 /// References resolve themselves through the loader instead of decoding.
 protocol TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: [any CodingKey]) throws -> Self
+    /// `path` builds the coding path, for error messages only.
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
+        -> Self
 }
 
 final class TreeDecoder<D: TreeDocument>: Decoder {
@@ -230,7 +232,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             return unsafeBitCast(point, to: T.self)
         }
         if let reference = T.self as? any TreeReference.Type {
-            return try reference.decodeReference(from: node, decoder: self, path: path()) as! T
+            return try reference.decodeReference(from: node, decoder: self, path: { path() }) as! T
         }
         guard depth < SerializationError.maximumDepth else {
             throw SerializationError(
