@@ -158,6 +158,12 @@ struct JSONScanner {
         }
         let kind: NodeKind = bytes[position] == UInt8(ascii: "{") ? .object : .array
         tape.append(JSONTape.Entry(kind: kind, flag: false, count: 0, start: position, end: tape.count + 1))
+        try skipBrackets()
+    }
+
+    /// Moves past the array or object at `position`, matching brackets and skipping strings
+    /// without checking them further (the decoder parses, and checks, them later).
+    mutating func skipBrackets() throws {
         var depth = 0
         let count = bytes.count
         repeat {
