@@ -14,20 +14,19 @@ enum Persistence {
         /// Every model in `context`, with ids and object ids from its identity map (reading them
         /// from each model would copy each model's storage).
         init(context: ModelContext) {
-            var models: [any Model] = []
-            var identities: [(id: ModelID, objectId: String?)] = []
+            var entries: [(model: any Model, id: ModelID, objectId: String?)] = []
             context.registry.withLock { registry in
                 var objectIds: [ObjectIdentifier: String] = [:]
                 for (key, model) in registry.objectIds { objectIds[ObjectIdentifier(model)] = key.objectId }
-                models.reserveCapacity(registry.models.count)
-                identities.reserveCapacity(registry.models.count)
-                for (id, model) in registry.models {
-                    models.append(model)
-                    identities.append((id, objectIds[ObjectIdentifier(model)]))
-                }
+                entries.reserveCapacity(registry.models.count)
+                for (id, model) in registry.models { entries.append((model, id, objectIds[ObjectIdentifier(model)])) }
             }
-            self.models = models
-            self.identities = identities
+            // In id order rather than hash order: the file comes out the same for the same
+            // contents, and ids made by one process grow with creation, so models are visited
+            // roughly in the order they sit in memory.
+            entries.sort { $0.id < $1.id }
+            models = entries.map(\.model)
+            identities = entries.map { ($0.id, $0.objectId) }
         }
     }
 
