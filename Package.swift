@@ -19,9 +19,16 @@ let package = Package(
             dependencies: ["ModelKit"],
             path: "Tests/ModelKitTestSupport"
         ),
+        // Killed mid-write, over and over, by the atomic-write test.
+        .executableTarget(
+            name: "PersistenceWriterChild",
+            dependencies: ["ModelKit"],
+            path: "Tests/PersistenceWriterChild"
+        ),
         .testTarget(
             name: "ModelKitTests",
-            dependencies: ["ModelKit", "ModelKitTestSupport"]
+            dependencies: ["ModelKit", "ModelKitTestSupport", "PersistenceWriterChild"],
+            resources: [.copy("Fixtures")]
         ),
     ],
     swiftLanguageModes: [.v6]

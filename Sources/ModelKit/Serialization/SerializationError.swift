@@ -89,6 +89,8 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         public static let nestingTooDeep = Code("nestingTooDeep")
         /// Input bytes that are not well-formed (JSON syntax, invalid UTF-8, truncated data).
         public static let malformedInput = Code("malformedInput")
+        /// A file written by a newer, incompatible version of the format.
+        public static let unsupportedVersion = Code("unsupportedVersion")
     }
 
     /// The nesting depth beyond which encoding and decoding stop with ``Code/nestingTooDeep``.

@@ -1,0 +1,249 @@
+import Foundation
+
+/// A ``TreeDocument`` over the bytes of a binary property list (`bplist00`): nodes are object
+/// numbers, read in place through the offset table. Reads what ``BinaryPlistSink`` writes and
+/// what Foundation's `PropertyListSerialization` and `PropertyListEncoder` write.
+///
+/// Every offset, count and reference is checked against the input before it is used, so a
+/// damaged file gives a ``SerializationError`` with the byte offset, never a crash.
+struct BinaryPlistDocument: TreeDocument {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let offsetSize: Int
+    let referenceSize: Int
+    let objectCount: Int
+    let topObject: Int
+    let tableOffset: Int
+
+    static func isBinaryPlist(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.count >= 8 && memcmp(bytes.baseAddress!, "bplist0", 7) == 0
+    }
+
+    init(bytes: UnsafeBufferPointer<UInt8>) throws {
+        self.bytes = bytes
+        let count = bytes.count
+        guard count >= 40, Self.isBinaryPlist(bytes) else {
+            throw SerializationError(
+                .malformedInput, byteOffset: 0, expected: "a binary property list with a trailer",
+                found: "\(count) bytes")
+        }
+        let trailer = count - 32
+        offsetSize = Int(bytes[trailer + 6])
+        referenceSize = Int(bytes[trailer + 7])
+        func word(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(bytes[at + $1]) } }
+        let objects = word(trailer + 8), top = word(trailer + 16), table = word(trailer + 24)
+        guard (1...8).contains(offsetSize), (1...8).contains(referenceSize), objects >= 1, objects < UInt64(count),
+            top < objects, table >= 8, table < UInt64(trailer),
+            UInt64(trailer) - table >= objects * UInt64(offsetSize)
+        else {
+            throw SerializationError(
+                .malformedInput, byteOffset: trailer, expected: "a consistent property-list trailer",
+                found:
+                    "offset size \(offsetSize), reference size \(referenceSize), \(objects) objects, top \(top), table at \(table)"
+            )
+        }
+        objectCount = Int(objects)
+        topObject = Int(top)
+        tableOffset = Int(table)
+        // Check every offset once, so that reading a marker later needs no check.
+        for object in 0..<objectCount {
+            let offset = self.offset(of: object)
+            guard offset >= 8, offset < tableOffset else {
+                throw SerializationError(
+                    .malformedInput, byteOffset: tableOffset + object * offsetSize,
+                    expected: "an object offset inside the object area (8..<\(tableOffset))", found: "offset \(offset)")
+            }
+        }
+    }
+
+    @inline(__always) private func readInt(at offset: Int, size: Int) -> Int {
+        var value = 0
+        for index in 0..<size { value = value << 8 | Int(bytes[offset + index]) }
+        return value
+    }
+
+    @inline(__always) func offset(of object: Int) -> Int {
+        readInt(at: tableOffset + object * offsetSize, size: offsetSize)
+    }
+
+    private func malformed(_ offset: Int, _ expected: String, _ found: String) -> SerializationError {
+        SerializationError(.malformedInput, byteOffset: offset, expected: expected, found: found)
+    }
+
+    /// Fails unless `length` bytes at `offset` lie in the object area.
+    @inline(__always) private func check(_ offset: Int, _ length: Int) throws {
+        guard length >= 0, offset <= tableOffset, length <= tableOffset - offset else {
+            throw malformed(offset, "\(length) bytes of object data", "the end of the object area")
+        }
+    }
+
+    func kind(of node: Int) -> NodeKind {
+        let marker = bytes[offset(of: node)]
+        switch marker >> 4 {
+        case 0x0: return marker == 0x08 || marker == 0x09 ? .bool : .null
+        case 0x1: return .integer
+        case 0x2: return .real
+        case 0x3: return .date
+        case 0x4: return .data
+        case 0x5, 0x6: return .string
+        case 0xA: return .array
+        case 0xD: return .object
+        default: return .other
+        }
+    }
+
+    func byteOffset(of node: Int) -> Int { offset(of: node) }
+
+    /// The element count and the offset of the contents of a string, data or container object.
+    private func extent(_ node: Int) throws -> (count: Int, start: Int) {
+        let offset = offset(of: node)
+        let low = Int(bytes[offset] & 0x0F)
+        guard low == 0x0F else { return (low, offset + 1) }
+        try check(offset + 1, 1)
+        let marker = bytes[offset + 1]
+        guard marker >> 4 == 0x1, marker & 0x0F <= 3 else {
+            throw malformed(offset + 1, "an integer count", "marker 0x\(String(marker, radix: 16))")
+        }
+        let size = 1 << Int(marker & 0x0F)
+        try check(offset + 2, size)
+        let count = readInt(at: offset + 2, size: size)
+        guard count >= 0 else { throw malformed(offset + 2, "a count", "a negative count") }
+        return (count, offset + 2 + size)
+    }
+
+    func count(of node: Int) throws -> Int { try extent(node).count }
+
+    func startCursor(of node: Int) -> Int { 0 }
+
+    private func reference(at offset: Int) throws -> Int {
+        let object = readInt(at: offset, size: referenceSize)
+        guard object >= 0, object < objectCount else {
+            throw malformed(offset, "an object reference below \(objectCount)", "reference \(object)")
+        }
+        return object
+    }
+
+    func next(in node: Int, cursor: inout Int) throws -> (key: Int, value: Int) {
+        let (count, start) = try extent(node)
+        let isObject = kind(of: node) == .object
+        let perElement = referenceSize * (isObject ? 2 : 1)
+        guard count <= (tableOffset - start) / perElement else {
+            throw malformed(start, "\(count) references", "the end of the object area")
+        }
+        guard cursor < count else { throw malformed(start, "another element", "the end of the container") }
+        let value = try reference(at: start + (isObject ? count + cursor : cursor) * referenceSize)
+        let key = isObject ? try reference(at: start + cursor * referenceSize) : value
+        cursor += 1
+        return (key, value)
+    }
+
+    func member(of object: Int, named key: String) throws -> Int? {
+        let (count, start) = try extent(object)
+        guard count <= (tableOffset - start) / (2 * referenceSize) else {
+            throw malformed(start, "\(count) key and value references", "the end of the object area")
+        }
+        for index in 0..<count {
+            let keyNode = try reference(at: start + index * referenceSize)
+            if try stringEquals(keyNode, key) { return try reference(at: start + (count + index) * referenceSize) }
+        }
+        return nil
+    }
+
+    func bool(_ node: Int) -> Bool { bytes[offset(of: node)] == 0x09 }
+
+    func number(_ node: Int) throws -> NodeNumber {
+        let offset = offset(of: node)
+        let marker = bytes[offset]
+        switch marker {
+        case 0x10, 0x11, 0x12:
+            let size = 1 << Int(marker & 0x0F)
+            try check(offset + 1, size)
+            return .int(Int64(readInt(at: offset + 1, size: size)))
+        case 0x13:
+            try check(offset + 1, 8)
+            return .int(Int64(truncatingIfNeeded: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8)))))
+        case 0x14:
+            try check(offset + 1, 16)
+            let high = UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8)))
+            let low = UInt64(bitPattern: Int64(readInt(at: offset + 9, size: 8)))
+            if high == 0 { return low <= UInt64(Int64.max) ? .int(Int64(low)) : .uint(low) }
+            if high == UInt64.max, low > UInt64(Int64.max) { return .int(Int64(bitPattern: low)) }
+            throw SerializationError(
+                .numberOutOfRange, byteOffset: offset, expected: "an integer within 64 bits", found: "a 128-bit integer")
+        case 0x22:
+            try check(offset + 1, 4)
+            return .double(Double(Float(bitPattern: UInt32(readInt(at: offset + 1, size: 4)))))
+        case 0x23:
+            try check(offset + 1, 8)
+            return .double(Double(bitPattern: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8)))))
+        default:
+            throw malformed(offset, "a number", "marker 0x\(String(marker, radix: 16))")
+        }
+    }
+
+    func string(_ node: Int) throws -> String {
+        let offset = offset(of: node)
+        let marker = bytes[offset]
+        let (count, start) = try extent(node)
+        if marker >> 4 == 0x5 {
+            try check(start, count)
+            let raw = UnsafeBufferPointer(rebasing: bytes[start..<(start + count)])
+            if let bad = raw.firstIndex(where: { $0 >= 0x80 }) {
+                throw malformed(start + bad, "ASCII text in an ASCII string", "byte 0x\(String(raw[bad], radix: 16))")
+            }
+            return String(decoding: raw, as: UTF8.self)
+        }
+        guard marker >> 4 == 0x6, count <= Int.max / 2 else { throw malformed(offset, "a string", describeNode(node)) }
+        try check(start, count * 2)
+        let units = (0..<count).lazy.map { UInt16(self.bytes[start + 2 * $0]) << 8 | UInt16(self.bytes[start + 2 * $0 + 1]) }
+        guard let text = String(validating: units, as: UTF16.self) else {
+            throw malformed(start, "valid UTF-16 text", "an unpaired surrogate")
+        }
+        return text
+    }
+
+    func stringEquals(_ node: Int, _ text: String) throws -> Bool {
+        guard kind(of: node) == .string else { return false }
+        let offset = offset(of: node)
+        if bytes[offset] >> 4 == 0x5 {
+            let (count, start) = try extent(node)
+            var text = text
+            return try text.withUTF8 { wanted in
+                guard wanted.count == count else { return false }
+                try check(start, count)
+                return count == 0 || memcmp(bytes.baseAddress! + start, wanted.baseAddress!, count) == 0
+            }
+        }
+        return try string(node) == text
+    }
+
+    func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool {
+        try stringEquals(node, text.description)
+    }
+
+    func date(_ node: Int) throws -> Double {
+        let offset = offset(of: node)
+        guard bytes[offset] == 0x33 else { throw malformed(offset, "a date", describeNode(node)) }
+        try check(offset + 1, 8)
+        return Double(bitPattern: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8))))
+    }
+
+    func data(_ node: Int) throws -> Data {
+        let (count, start) = try extent(node)
+        try check(start, count)
+        return Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+    }
+
+    func isoDate(_ node: Int) throws -> Date? {
+        ISODate.date(from: try string(node))
+    }
+
+    func modelId(_ node: Int) throws -> ModelID? {
+        let offset = offset(of: node)
+        if bytes[offset] >> 4 == 0x5 {
+            let (count, start) = try extent(node)
+            try check(start, count)
+            return ModelID.parse(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+        }
+        return ModelID(try string(node))
+    }
+}

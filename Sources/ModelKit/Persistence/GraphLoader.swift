@@ -1,0 +1,478 @@
+import Foundation
+
+/// Where the loader gets models from: one implementation per input format.
+protocol ModelSource: AnyObject {
+    /// Reads the envelope and every model's header, handing each to `loader.add(_:)`.
+    func readHeaders(into loader: GraphLoader) throws
+    /// Decodes the properties of the model whose header gave `handle`.
+    func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties
+}
+
+/// Rebuilds models from a persisted file, all or nothing: the file counterpart of ``GraphReader``.
+///
+/// Loading happens in three steps. The source reads every model's header (name, id, dates, and
+/// where its properties are) and the loader checks ids for duplicates. Staging then decodes each
+/// model's properties straight from the input, wiring pointers to the instances being loaded;
+/// new instances get their values at once (nobody else can see them yet), while updates of models
+/// already in the context are queued. Only when everything succeeded does the commit apply the
+/// queued updates and register the new models, which cannot fail: after an error, the context is
+/// exactly as it was.
+final class GraphLoader {
+    // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
+    // written or read, one instance is used by one thread, and the dynamic checks cost more than
+    // the work they guard.
+    struct Header {
+        let name: String
+        let id: ModelID
+        let objectId: String?
+        let createdAt: Date?
+        let updatedAt: Date?
+        /// Where the source finds the properties (a byte offset or an object number).
+        let properties: Int
+    }
+
+    let context: ModelContext
+    let options: DeserializationOptions
+    let source: any ModelSource
+    @exclusivity(unchecked) private(set) var headers: [Header] = []
+    @exclusivity(unchecked) private var positions: [ModelID: Int] = [:]
+    @exclusivity(unchecked) private var instances: [(any Model)?] = []
+    /// Whether the instance at each index was already in the context (updated at commit) rather
+    /// than created by this load (filled in at once).
+    @exclusivity(unchecked) private var wasInContext: [Bool] = []
+    @exclusivity(unchecked) private var placeholders: [ModelID: any Model] = [:]
+    @exclusivity(unchecked) private var placeholderOrder: [any Model] = []
+    @exclusivity(unchecked) private var updates: [() -> Void] = []
+    @exclusivity(unchecked) private var inserts: [ModelContext.LoadedModel] = []
+    @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
+    @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
+    @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
+    /// Decodes default values (which never hold references) for keys missing from the data.
+    private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
+
+    init(context: ModelContext, options: DeserializationOptions, source: any ModelSource) {
+        self.context = context
+        self.options = options
+        self.source = source
+    }
+
+    /// Adds a model's header, checking that its id is new to the data.
+    func add(_ header: Header) throws {
+        let index = headers.count
+        if let first = positions.updateValue(index, forKey: header.id) {
+            positions[header.id] = first
+            throw SerializationError(
+                .duplicateModelId, modelIndex: index, modelName: header.name, path: "modelId",
+                expected: "a model id not used by another model in the data",
+                found: "\(header.id), already used at model index \(first)")
+        }
+        headers.append(header)
+    }
+
+    /// Loads every model in the data into the context.
+    func loadAll() throws {
+        try source.readHeaders(into: self)
+        instances = Array(repeating: nil, count: headers.count)
+        wasInContext = Array(repeating: false, count: headers.count)
+        try decodeAll()
+        commit()
+    }
+
+    /// Loads every model and returns the first, which must be a `Root`.
+    func load<Root: Model>(root: Root.Type) throws -> Root {
+        try source.readHeaders(into: self)
+        guard !headers.isEmpty else {
+            throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
+        }
+        instances = Array(repeating: nil, count: headers.count)
+        wasInContext = Array(repeating: false, count: headers.count)
+        let rootInstance = try instantiate(Root.self, at: 0)
+        try decodeAll()
+        commit()
+        return rootInstance
+    }
+
+    private func commit() {
+        for update in updates { update() }
+        // New models were marked as members of the context when they were filled in; the few
+        // the context turns away (another thread inserted the same id meanwhile) are unmarked.
+        for model in context.registerLoaded(inserts) { Self.detach(model) }
+        for model in placeholderOrder { insert(model) }
+    }
+
+    private func insert<M: Model>(_ model: M) {
+        guard !(model is any ContextFreeModel) else { return }
+        context.insert(model)
+    }
+
+    private static func detach<M: Model>(_ model: M) {
+        update(&model.storage) { storage in
+            storage.context = nil
+            storage.metadata.membership = .unmanaged
+        }
+    }
+
+    /// The model name of `type`, cached: the registry takes a lock.
+    private func name<M: Model>(of type: M.Type) -> String {
+        let key = ObjectIdentifier(type)
+        if let name = names[key] { return name }
+        let name = ModelRegistry.name(of: type)
+        names[key] = name
+        return name
+    }
+
+    private func type(named name: String) -> (any Model.Type)? {
+        if let known = types[name] { return known }
+        let type = ModelRegistry.type(named: name)
+        if let type { types[name] = type }
+        return type
+    }
+
+    /// Decodes every model's properties. A model whose type is not registered becomes decodable
+    /// once a typed pointer to it has been read, so passes repeat while they make progress.
+    private func decodeAll() throws {
+        var decoded = [Bool](repeating: false, count: headers.count)
+        var remaining = headers.count
+        var progress = true
+        while progress && remaining > 0 {
+            progress = false
+            for index in headers.indices where !decoded[index] {
+                let instance: any Model
+                if let staged = instances[index] {
+                    instance = staged
+                } else if let type = type(named: headers[index].name) {
+                    instance = try instantiate(type, at: index)
+                } else {
+                    continue
+                }
+                try stage(instance, at: index)
+                decoded[index] = true
+                remaining -= 1
+                progress = true
+            }
+        }
+        if let index = decoded.firstIndex(of: false) {
+            throw SerializationError(
+                .unknownModel, modelIndex: index, modelName: headers[index].name, path: "model",
+                expected: "the name of a registered model type (register it with ModelRegistry.register)",
+                found: "\"\(headers[index].name)\"")
+        }
+    }
+
+    /// The instance for the model at `index`: the context's existing instance with that id, or a
+    /// new, unregistered one.
+    private func instantiate<M: Model>(_ type: M.Type, at index: Int) throws -> M {
+        if let staged = instances[index] {
+            guard let typed = ModelContext.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
+            return typed
+        }
+        let header = headers[index]
+        let name = name(of: M.self)
+        guard header.name == name else { throw conflict(at: index, expected: M.self) }
+        if let existing = context.model(withId: header.id) {
+            guard let typed = ModelContext.cast(existing, to: M.self) else {
+                throw SerializationError(
+                    .modelTypeConflict, modelIndex: index, modelName: header.name, path: "modelId",
+                    expected: "model id \(header.id) to belong to a \(name)",
+                    found: "a \(Swift.type(of: existing).modelName) with that id in the context")
+            }
+            instances[index] = typed
+            wasInContext[index] = true
+            return typed
+        }
+        let model = M()
+        model.storage.metadata.modelId = header.id
+        instances[index] = model
+        return model
+    }
+
+    private func conflict<M: Model>(at index: Int, expected: M.Type) -> SerializationError {
+        SerializationError(
+            .modelTypeConflict, modelIndex: index, modelName: headers[index].name, path: "model",
+            expected: "a \(ModelRegistry.name(of: M.self))", found: "\"\(headers[index].name)\"")
+    }
+
+    /// Decodes the properties of the model at `index`: applied at once to a new instance, queued
+    /// for one already in the context.
+    private func stage<M: Model>(_ model: M, at index: Int) throws {
+        let header = headers[index]
+        let properties: M.Properties
+        do {
+            properties = try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
+        } catch let error as SerializationError {
+            throw error.located(modelIndex: index, modelName: header.name)
+        } catch let error as DecodingError {
+            throw SerializationError(decodingError: error, modelIndex: index, modelName: header.name)
+        } catch {
+            throw SerializationError(
+                .invalidValue, modelIndex: index, modelName: header.name, path: "properties",
+                expected: "properties that decode", found: "error \(error)")
+        }
+        let context = self.context
+        guard wasInContext[index] else {
+            // Not visible to anyone yet: fill it in now, register it at commit.
+            let key = ObjectIdentifier(M.self)
+            let isContextFree = contextFree[key] ?? (M.self is any ContextFreeModel.Type)
+            contextFree[key] = isContextFree
+            Self.apply(properties, header, to: model, joining: isContextFree ? nil : context)
+            if !isContextFree {
+                if inserts.isEmpty || inserts[inserts.count - 1].type != key { ModelRegistry.noteUse(of: M.self) }
+                inserts.append(ModelContext.LoadedModel(model: model, type: key, id: header.id, objectId: header.objectId))
+            }
+            return
+        }
+        updates.append {
+            let oldObjectId = model.storage.metadata.objectId
+            Self.apply(properties, header, to: model)
+            context.objectIdChanged(model, from: oldObjectId)
+        }
+    }
+
+    /// Assigns loaded values, in one access to the storage: each access through the protocol
+    /// looks up the storage's generic type and copies or re-stores it.
+    private static func apply<M: Model>(
+        _ properties: M.Properties, _ header: Header, to model: M, joining context: ModelContext? = nil
+    ) {
+        update(&model.storage) { storage in
+            storage.values = properties
+            storage.metadata.objectId = header.objectId
+            if let createdAt = header.createdAt { storage.metadata.createdAt = createdAt }
+            if let updatedAt = header.updatedAt { storage.metadata.updatedAt = updatedAt }
+            storage.metadata.state = .loaded
+            if let context {
+                // What ModelContext.insert does to a model it takes, done in the same access.
+                storage.context = context
+                storage.metadata.membership = .managed
+            }
+        }
+    }
+
+    private static func update<Properties>(
+        _ storage: inout ModelStorage<Properties>, _ body: (inout ModelStorage<Properties>) -> Void
+    ) {
+        body(&storage)
+    }
+
+    /// A reference to the model a pointer node refers to. Built from the pointer's id and the
+    /// instance, without reading the instance's storage (as `ModelRef(target)` would).
+    func reference<D: TreeDocument, T: Model>(
+        to pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
+    ) throws
+        -> ModelRef<T>
+    {
+        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
+        var reference = ModelRef<T>(id: id)
+        reference.cached = target
+        return reference
+    }
+
+    /// The model a pointer node refers to, typed as the property that holds it, and its id.
+    /// The path is only built for an error message.
+    func target<D: TreeDocument, T: Model>(
+        of pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
+    ) throws
+        -> (T, ModelID)
+    {
+        func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
+            SerializationError(
+                code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
+                found: found)
+        }
+        guard let tag = try document.typeTag(of: pointer), try document.stringEquals(tag, "ModelPointer") else {
+            throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
+        }
+        let expectedName = name(of: T.self)
+        guard let nameNode = try document.member(of: pointer, named: "model"), document.kind(of: nameNode) == .string else {
+            throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
+        }
+        guard try document.stringEquals(nameNode, expectedName) else {
+            throw fail(
+                .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
+        }
+        guard let idNode = try document.member(of: pointer, named: "modelId"), document.kind(of: idNode) == .string else {
+            throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")
+        }
+        guard let id = try document.modelId(idNode) else {
+            throw fail(
+                .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
+        }
+        if let index = positions[id] {
+            guard headers[index].name == expectedName else {
+                throw fail(
+                    .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
+                    "a \(headers[index].name)")
+            }
+            return (try instantiate(T.self, at: index), id)
+        }
+        switch options.danglingPointers {
+        case .fail:
+            throw fail(
+                .danglingPointer, "", "a pointer to a model in the data",
+                "a pointer to \(expectedName) \(id), which is not in the data")
+        case .placeholder:
+            var objectId: String?
+            if let node = try document.member(of: pointer, named: "objectId"), document.kind(of: node) == .string {
+                objectId = try document.string(node)
+            }
+            return (try placeholder(T.self, id: id, objectId: objectId, path: path()), id)
+        }
+    }
+
+    private func placeholder<T: Model>(_ type: T.Type, id: ModelID, objectId: String?, path: [any CodingKey]) throws -> T {
+        if let staged = placeholders[id] ?? context.model(withId: id) {
+            guard let typed = ModelContext.cast(staged, to: T.self) else {
+                throw SerializationError(
+                    .modelTypeConflict, path: describe(path), expected: "model id \(id) to belong to a \(T.modelName)",
+                    found: "a \(Swift.type(of: staged).modelName) with that id in the context")
+            }
+            return typed
+        }
+        let model = T()
+        model.storage.metadata.modelId = id
+        model.storage.metadata.objectId = objectId
+        model.storage.metadata.state = .needsData
+        placeholders[id] = model
+        placeholderOrder.append(model)
+        return model
+    }
+
+    // MARK: Headers
+
+    /// Reads the header of the model dictionary at `node`.
+    func header<D: TreeDocument>(in document: D, node: Int, properties handle: (Int) -> Int) throws -> Header {
+        let index = headers.count
+        guard document.kind(of: node) == .object else {
+            throw SerializationError(
+                .typeMismatch, modelIndex: index, byteOffset: document.byteOffset(of: node), expected: "a model dictionary",
+                found: document.describeNode(node))
+        }
+        func fail(_ code: SerializationError.Code, _ key: String, _ expected: String, _ name: String?, _ found: Int?)
+            -> SerializationError
+        {
+            SerializationError(
+                code, modelIndex: index, modelName: name, path: key, byteOffset: document.byteOffset(of: found ?? node),
+                expected: expected, found: found.map { document.describeNode($0) } ?? "no \"\(key)\" key")
+        }
+        // One pass over the members (the header keys, and the properties' key).
+        var nameNode: Int?
+        var idNode: Int?
+        var objectNode: Int?
+        var createdNode: Int?
+        var updatedNode: Int?
+        var propertiesNode: Int?
+        var cursor = document.startCursor(of: node)
+        for _ in 0..<(try document.count(of: node)) {
+            let (key, value) = try document.next(in: node, cursor: &cursor)
+            guard document.kind(of: key) == .string else { continue }
+            if try document.stringEquals(key, "properties") {
+                propertiesNode = value
+            } else if try document.stringEquals(key, "modelId") {
+                idNode = value
+            } else if try document.stringEquals(key, "model") {
+                nameNode = value
+            } else if try document.stringEquals(key, "objectId") {
+                objectNode = value
+            } else if try document.stringEquals(key, "createdAt") {
+                createdNode = value
+            } else if try document.stringEquals(key, "updatedAt") {
+                updatedNode = value
+            }
+        }
+        guard let nameNode else {
+            throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
+        }
+        guard document.kind(of: nameNode) == .string else {
+            throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
+        }
+        let name = try document.string(nameNode)
+        guard let idNode else {
+            throw fail(.valueNotFound, "modelId", "the model id as a string", name, nil)
+        }
+        guard document.kind(of: idNode) == .string else {
+            throw fail(.typeMismatch, "modelId", "the model id as a string", name, idNode)
+        }
+        guard let id = try document.modelId(idNode) else {
+            throw fail(.invalidModelId, "modelId", "a model id (8-4-4-4-12 hexadecimal digits)", name, idNode)
+        }
+        var objectId: String?
+        if let objectNode, try !document.isNull(objectNode) {
+            guard document.kind(of: objectNode) == .string else {
+                throw fail(.typeMismatch, "objectId", "the object id as a string or null", name, objectNode)
+            }
+            objectId = try document.string(objectNode)
+        }
+        let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
+        func date(_ dateNode: Int?, _ key: String) throws -> Date? {
+            guard let dateNode, try !document.isNull(dateNode) else { return nil }
+            do {
+                return try dates.date(dateNode, [IndexKey(stringValue: key)])
+            } catch let error as SerializationError {
+                throw error.located(modelIndex: index, modelName: name)
+            }
+        }
+        let createdAt = try date(createdNode, "createdAt")
+        let updatedAt = try date(updatedNode, "updatedAt")
+        guard let propertiesNode else {
+            throw fail(.valueNotFound, "properties", "an object of properties", name, nil)
+        }
+        guard document.kind(of: propertiesNode) == .object else {
+            throw fail(.typeMismatch, "properties", "an object of properties", name, propertiesNode)
+        }
+        return Header(
+            name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
+            properties: handle(propertiesNode))
+    }
+
+    /// Checks the envelope's format name and version.
+    static func checkEnvelope<D: TreeDocument>(in document: D, format: Int?, version: Int?, fallbackNode: Int) throws {
+        guard let format, document.kind(of: format) == .string, try document.stringEquals(format, "ModelKit") else {
+            throw SerializationError(
+                .invalidValue, path: "format", byteOffset: document.byteOffset(of: format ?? fallbackNode),
+                expected: "\"\(Envelope.formatName)\"", found: format.map { document.describeNode($0) } ?? "no \"format\" key")
+        }
+        guard let version, document.kind(of: version) == .integer, case .int(let number) = try document.number(version),
+            number >= 1
+        else {
+            throw SerializationError(
+                .invalidValue, path: "version", byteOffset: document.byteOffset(of: version ?? fallbackNode),
+                expected: "a format version number", found: version.map { document.describeNode($0) } ?? "no \"version\" key")
+        }
+        guard number <= Envelope.version else {
+            throw SerializationError(
+                .unsupportedVersion, path: "version", byteOffset: document.byteOffset(of: version),
+                expected: "format version \(Envelope.version) or earlier (this file needs a newer ModelKit)",
+                found: "version \(number)")
+        }
+    }
+}
+
+extension ModelRef: TreeReference {
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
+        -> ModelRef
+    {
+        if try decoder.document.isNull(node) { return ModelRef() }
+        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path())
+    }
+}
+
+extension ModelArray: TreeReference {
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
+        -> ModelArray
+    {
+        let document = decoder.document
+        guard document.kind(of: node) == .array else {
+            throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path())
+        }
+        let count = try document.count(of: node)
+        var array = ModelArray()
+        array.references.reserveCapacity(count)
+        var cursor = document.startCursor(of: node)
+        for position in 0..<count {
+            let pointer = try document.next(in: node, cursor: &cursor).value
+            array.references.append(
+                try decoder.loader.reference(
+                    to: pointer, in: document, as: Element.self, path: path() + [IndexKey(intValue: position)]))
+        }
+        return array
+    }
+}

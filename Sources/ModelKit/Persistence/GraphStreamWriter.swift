@@ -1,0 +1,330 @@
+import Foundation
+
+/// Writes a graph of models to a ``GraphSink`` as it walks it: the persisted-file counterpart of
+/// ``GraphWriter``, producing the same ModelPointer structure inside the file envelope.
+///
+/// The walk is breadth-first with a queue (no recursion per model, so chains of any length are
+/// fine). Each model's output is streamed by ``ValueEncoder``, and the output buffer is handed to
+/// the file between models, so the whole output is never in memory at once.
+final class GraphStreamWriter {
+    // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
+    // written or read, one instance is used by one thread, and the dynamic checks cost more than
+    // the work they guard.
+    let sink: GraphSink
+    @exclusivity(unchecked) private var queue: [any Model] = []
+    @exclusivity(unchecked) private var positions: [ModelID: (index: Int, object: ObjectIdentifier)] = [:]
+    /// The object id of each queued model, so that pointers to it need not read its storage.
+    @exclusivity(unchecked) private var objectIds: [String?] = []
+    /// The context of the model being written: its references resolve there.
+    private(set) weak var ownerContext: ModelContext?
+    /// Open containers inside the current model's properties, innermost last (true: object).
+    @exclusivity(unchecked) private var open: [Bool] = []
+    /// Where a container was used out of nesting order, if one was.
+    @exclusivity(unchecked) private var misuse: String?
+    /// The last model type written and its name: model names are looked up under a lock, and
+    /// consecutive models and pointers are mostly of the same type.
+    @exclusivity(unchecked) private var lastType: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastName = ""
+    @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
+    private static var propertiesPath: [any CodingKey] { [IndexKey(stringValue: "properties")] }
+
+    init(sink: GraphSink) {
+        self.sink = sink
+    }
+
+    /// Writes the envelope and every model reachable from `roots`, the roots first.
+    ///
+    /// - Returns: The number of models written.
+    ///
+    /// - Parameter identities: The id and object id of each root, when the caller knows them
+    ///   (a context's identity map does), so that queuing a root need not read its storage.
+    @discardableResult
+    func writeDocument(roots: [any Model], identities: [(id: ModelID, objectId: String?)]? = nil) throws -> Int {
+        sink.beginObject()
+        sink.key("format")
+        sink.string(Envelope.formatName)
+        sink.key("version")
+        sink.int(Envelope.version)
+        sink.key("writtenBy")
+        sink.string(Envelope.writtenBy)
+        sink.key("models")
+        sink.beginArray()
+        queue.reserveCapacity(roots.count)
+        positions.reserveCapacity(roots.count)
+        if let identities {
+            for (root, identity) in zip(roots, identities) {
+                try enqueueModel(root, id: identity.id, objectId: identity.objectId)
+            }
+        } else {
+            for root in roots { try enqueue(root) }
+        }
+        var next = 0
+        while next < queue.count {
+            let model = queue[next]
+            try writeModel(model, index: next)
+            next += 1
+            try sink.buffer.flushIfNeeded()
+        }
+        sink.endArray()
+        sink.endObject()
+        try sink.finish()
+        try sink.buffer.flush()
+        return queue.count
+    }
+
+    @discardableResult
+    private func enqueue(_ model: any Model) throws -> Int {
+        try enqueueRoot(model)
+    }
+
+    private func enqueueRoot<M: Model>(_ model: M) throws -> Int {
+        let metadata = model.storage.metadata
+        return try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+    }
+
+    /// Queues `model` (whose id is `id`) if it is new to this graph; returns its position.
+    @discardableResult
+    private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?) throws -> Int {
+        let object = ObjectIdentifier(model)
+        let next = queue.count
+        let known = positions[id, default: (next, object)]
+        if known.index == next {
+            positions[id] = known
+            queue.append(model)
+            objectIds.append(objectId)
+            return next
+        }
+        guard known.object == object else {
+            throw SerializationError(
+                .duplicateModelId, modelIndex: next, modelName: M.modelName,
+                expected: "one instance per model id in a graph", found: "two different instances with model id \(id)")
+        }
+        return known.index
+    }
+
+    private func name<M: Model>(of type: M.Type) -> String {
+        let key = ObjectIdentifier(type)
+        if key == lastType { return lastName }
+        let name = names[key] ?? ModelRegistry.name(of: type)
+        names[key] = name
+        lastType = key
+        lastName = name
+        return name
+    }
+
+    private func writeModel<M: Model>(_ model: M, index: Int) throws {
+        let name = name(of: M.self)
+        // One read of the storage: each read through the protocol copies it.
+        let storage = model.storage
+        let metadata = storage.metadata
+        ownerContext = storage.lookupContext
+        // Later pointers to this model use its actual object id.
+        objectIds[index] = metadata.objectId
+        sink.beginModel(
+            name: name, id: metadata.modelId, objectId: metadata.objectId, createdAt: metadata.createdAt,
+            updatedAt: metadata.updatedAt)
+        do {
+            let checkpoint = sink.checkpoint()
+            let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: Self.propertiesPath)
+            do {
+                try storage.values.encode(to: encoder)
+            } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
+                // Reported below: the model is written the slow way.
+            }
+            if misuse == nil, !encoder.started {
+                sink.beginObject()
+                sink.endObject()
+            }
+            _ = closeContainers(above: 0)
+            if misuse != nil {
+                // The properties cannot be streamed (super encoders, or containers used out of
+                // order): encode them as a tree, as serialize() does, and write that instead.
+                misuse = nil
+                sink.rollback(to: checkpoint)
+                let tree = GraphWriter(format: sink.usesJSONForms ? .json : .propertyList)
+                let value = try tree.encodeProperties(storage.values)
+                for target in tree.queue { try enqueue(target) }
+                writeValue(value)
+            }
+        } catch let error as SerializationError {
+            throw error.located(modelIndex: index, modelName: name)
+        } catch let error as EncodingError {
+            throw SerializationError(encodingError: error, modelIndex: index, modelName: name)
+        } catch {
+            throw SerializationError(
+                .invalidValue, modelIndex: index, modelName: name, path: "properties", expected: "properties that encode",
+                found: "error \(error)")
+        }
+        sink.endObject()
+    }
+
+    /// Writes a pointer to `model`, queuing the model if it is new to this graph.
+    func pointer<M: Model>(to model: M) throws {
+        let metadata = model.storage.metadata
+        try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
+    }
+
+    /// Writes the pointer for `reference` if its target is already queued as the very instance
+    /// the reference remembers; returns `false` otherwise. A queued instance is known to be live,
+    /// so this skips resolving the reference, which reads the target's storage.
+    func pointerToQueued<M: Model>(_ reference: ModelRef<M>) -> Bool {
+        guard let id = reference.id, let known = positions[id], let cached = reference.cached,
+            known.object == ObjectIdentifier(cached)
+        else { return false }
+        writePointer(name: name(of: M.self), id: id, objectId: objectIds[known.index])
+        return true
+    }
+
+    private func writePointer(name: String, id: ModelID, objectId: String?) {
+        sink.pointer(name: name, id: id, objectId: objectId)
+    }
+
+    /// Writes a value tree (the fallback for properties that cannot be streamed).
+    private func writeValue(_ value: ModelValue) {
+        switch value {
+        case .null: sink.null()
+        case .bool(let flag): sink.bool(flag)
+        case .int(let number): sink.int(number)
+        case .uint(let number): sink.uint(number)
+        case .double(let number): sink.double(number)
+        case .string(let text): sink.string(text)
+        case .date(let date): sink.date(date)
+        case .data(let data): sink.data(data)
+        case .array(let elements):
+            sink.beginArray()
+            for element in elements { writeValue(element) }
+            sink.endArray()
+        case .object(let object):
+            sink.beginObject()
+            for (key, member) in object {
+                sink.key(key)
+                writeValue(member)
+            }
+            sink.endObject()
+        }
+    }
+
+    // MARK: Containers
+
+    func openContainer(isObject: Bool) {
+        if isObject { sink.beginObject() } else { sink.beginArray() }
+        open.append(isObject)
+    }
+
+    /// Closes every container nested deeper than `level`. Returns `false` when the container at
+    /// `level` is itself already closed.
+    @inline(__always) func closeContainers(above level: Int) -> Bool {
+        guard open.count >= level else { return false }
+        while open.count > level {
+            if open.removeLast() { sink.endObject() } else { sink.endArray() }
+        }
+        return true
+    }
+
+    func isOpen(level: Int, isObject: Bool) -> Bool {
+        open.count >= level && open[level - 1] == isObject
+    }
+
+    /// Prepares to write into the container at `level`.
+    @inline(__always) func enter(level: Int, at path: [any CodingKey]) throws {
+        guard closeContainers(above: level) else {
+            noteMisuse(at: path)
+            throw SerializationError(
+                .invalidValue, path: describe(path), expected: "containers used in nesting order (files are written as a stream)",
+                found: "a value written to a container that was already closed")
+        }
+    }
+
+    func noteMisuse(at path: [any CodingKey]) {
+        if misuse == nil { misuse = describe(path) }
+    }
+
+    // MARK: Values
+
+    /// Writes one value, special-casing the types ModelKit writes in its own forms (as
+    /// ``PropertyEncoder/box(_:at:)`` does for the tree).
+    func box<T: Encodable>(_ value: T, level: Int, depth: Int, path: () -> [any CodingKey]) throws {
+        if T.self == String.self { return sink.string(unsafeBitCast(value, to: String.self)) }
+        if T.self == Date.self { return sink.date(unsafeBitCast(value, to: Date.self)) }
+        if T.self == [String].self {
+            sink.beginArray()
+            for text in unsafeBitCast(value, to: [String].self) { sink.string(text) }
+            return sink.endArray()
+        }
+        if T.self == Double.self { return sink.double(unsafeBitCast(value, to: Double.self)) }
+        if T.self == Int.self { return sink.int(Int64(unsafeBitCast(value, to: Int.self))) }
+        if T.self == Data.self { return sink.data(unsafeBitCast(value, to: Data.self)) }
+        if T.self == URL.self { return sink.string((unsafeBitCast(value, to: URL.self)).absoluteString) }
+        if T.self == Float.self { return sink.double(floatAsDouble(unsafeBitCast(value, to: Float.self))) }
+        if T.self == GeoPoint.self {
+            let point = unsafeBitCast(value, to: GeoPoint.self)
+            sink.beginObject()
+            sink.key("__type")
+            sink.sharedValue("GeoPoint")
+            sink.key("latitude")
+            sink.double(point.latitude)
+            sink.key("longitude")
+            sink.double(point.longitude)
+            return sink.endObject()
+        }
+        if T.self == [Int].self {
+            sink.beginArray()
+            for number in unsafeBitCast(value, to: [Int].self) { sink.int(Int64(number)) }
+            return sink.endArray()
+        }
+        if T.self == [Double].self {
+            sink.beginArray()
+            for number in unsafeBitCast(value, to: [Double].self) { sink.double(number) }
+            return sink.endArray()
+        }
+        if let reference = value as? any StreamReference {
+            do {
+                return try reference.writePointers(with: self)
+            } catch let error as SerializationError where error.path.isEmpty {
+                throw SerializationError(error.code, path: describe(path()), expected: error.expected, found: error.found)
+            }
+        }
+        guard depth < SerializationError.maximumDepth else {
+            throw SerializationError(
+                .nestingTooDeep, path: describe(path()),
+                expected: "at most \(SerializationError.maximumDepth) levels of nested values",
+                found: "deeper nesting (a cycle among objects that are not models?)")
+        }
+        let nested = ValueEncoder(writer: self, level: level, depth: depth, codingPath: path())
+        try value.encode(to: nested)
+        if nested.started {
+            _ = closeContainers(above: level - 1)
+        } else {
+            // Nothing written: an empty object, as the tree serializer writes it.
+            sink.beginObject()
+            sink.endObject()
+        }
+    }
+}
+
+/// References write themselves as pointers (and queue their targets) instead of encoding.
+protocol StreamReference {
+    func writePointers(with writer: GraphStreamWriter) throws
+}
+
+extension ModelRef: StreamReference {
+    func writePointers(with writer: GraphStreamWriter) throws {
+        if writer.pointerToQueued(self) { return }
+        guard let target = target(lookupIn: writer.ownerContext) else { return writer.sink.null() }
+        try writer.pointer(to: target)
+    }
+}
+
+extension ModelArray: StreamReference {
+    func writePointers(with writer: GraphStreamWriter) throws {
+        writer.sink.beginArray()
+        let context = writer.ownerContext
+        for reference in references {
+            if writer.pointerToQueued(reference) { continue }
+            guard let target = reference.target(lookupIn: context) else { continue }
+            try writer.pointer(to: target)
+        }
+        writer.sink.endArray()
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+
+/// A ``TreeDocument`` over a ``JSONTape``: nodes are tape indices.
+struct JSONDocument: TreeDocument {
+    let tape: JSONTape
+    var bytes: UnsafeBufferPointer<UInt8> { tape.bytes }
+
+    @inline(__always) private func entry(_ node: Int) -> JSONTape.Entry {
+        tape.entries[node]
+    }
+
+    func kind(of node: Int) -> NodeKind { entry(node).kind }
+
+    func byteOffset(of node: Int) -> Int {
+        let entry = entry(node)
+        return entry.kind == .string ? entry.start - 1 : entry.start
+    }
+
+    func count(of node: Int) throws -> Int { Int(entry(node).count) }
+
+    func startCursor(of node: Int) -> Int { node + 1 }
+
+    @inline(__always) private func skip(_ node: Int) -> Int {
+        let entry = entry(node)
+        return entry.kind == .object || entry.kind == .array ? entry.end : node + 1
+    }
+
+    func next(in node: Int, cursor: inout Int) throws -> (key: Int, value: Int) {
+        if entry(node).kind == .object {
+            let key = cursor
+            cursor = skip(key + 1)
+            return (key, key + 1)
+        }
+        let value = cursor
+        cursor = skip(value)
+        return (value, value)
+    }
+
+    func member(of object: Int, named key: String) throws -> Int? {
+        var key = key
+        return try key.withUTF8 { wanted -> Int? in
+            var cursor = object + 1
+            let count = Int(entry(object).count)
+            for _ in 0..<count {
+                let keyNode = cursor
+                let keyEntry = entry(keyNode)
+                if keyEntry.flag {
+                    if try string(keyNode).utf8.elementsEqual(wanted) { return keyNode + 1 }
+                } else if keyEntry.end - keyEntry.start == wanted.count,
+                    wanted.isEmpty || memcmp(bytes.baseAddress! + keyEntry.start, wanted.baseAddress!, wanted.count) == 0
+                {
+                    return keyNode + 1
+                }
+                cursor = skip(keyNode + 1)
+            }
+            return nil
+        }
+    }
+
+    func bool(_ node: Int) -> Bool { entry(node).flag }
+
+    func number(_ node: Int) throws -> NodeNumber {
+        let entry = entry(node)
+        let digits = UnsafeBufferPointer(rebasing: bytes[entry.start..<entry.end])
+        if entry.flag {
+            // Integers: exact, with overflow into UInt64 and then Double.
+            let negative = digits[0] == UInt8(ascii: "-")
+            var magnitude: UInt64 = 0
+            var overflow = false
+            for byte in digits.dropFirst(negative ? 1 : 0) {
+                let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = times10.addingReportingOverflow(UInt64(byte &- UInt8(ascii: "0")))
+                if o1 || o2 {
+                    overflow = true
+                    break
+                }
+                magnitude = sum
+            }
+            if !overflow {
+                if !negative { return magnitude <= UInt64(Int64.max) ? .int(Int64(magnitude)) : .uint(magnitude) }
+                if magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(truncatingIfNeeded: 0 &- magnitude)) }
+            }
+        }
+        guard let value = Double(String(decoding: digits, as: UTF8.self)) else {
+            throw SerializationError(.malformedInput, byteOffset: entry.start, expected: "a number", found: "unreadable digits")
+        }
+        return .double(value)
+    }
+
+    func string(_ node: Int) throws -> String {
+        let entry = entry(node)
+        let raw = UnsafeBufferPointer(rebasing: bytes[entry.start..<entry.end])
+        guard entry.flag else { return String(decoding: raw, as: UTF8.self) }
+        return try unescape(raw, offset: entry.start)
+    }
+
+    func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool {
+        let entry = entry(node)
+        if entry.flag { return try string(node) == text.description }
+        let count = text.utf8CodeUnitCount
+        return entry.end - entry.start == count && memcmp(bytes.baseAddress! + entry.start, text.utf8Start, count) == 0
+    }
+
+    func stringEquals(_ node: Int, _ text: String) throws -> Bool {
+        let entry = entry(node)
+        if entry.flag { return try string(node) == text }
+        var text = text
+        return text.withUTF8 { wanted in
+            entry.end - entry.start == wanted.count
+                && (wanted.isEmpty || memcmp(bytes.baseAddress! + entry.start, wanted.baseAddress!, wanted.count) == 0)
+        }
+    }
+
+    func modelId(_ node: Int) throws -> ModelID? {
+        let entry = entry(node)
+        if entry.flag { return ModelID(try string(node)) }
+        return ModelID.parse(UnsafeBufferPointer(rebasing: bytes[entry.start..<entry.end]))
+    }
+
+    func date(_ node: Int) throws -> Double {
+        throw SerializationError(.typeMismatch, byteOffset: byteOffset(of: node), expected: "a date", found: describeNode(node))
+    }
+
+    func data(_ node: Int) throws -> Data {
+        throw SerializationError(.typeMismatch, byteOffset: byteOffset(of: node), expected: "data", found: describeNode(node))
+    }
+
+    func isoDate(_ node: Int) throws -> Date? {
+        let entry = entry(node)
+        if !entry.flag, let date = FastISODate.parse(UnsafeBufferPointer(rebasing: bytes[entry.start..<entry.end])) {
+            return date
+        }
+        return ISODate.date(from: try string(node))
+    }
+
+    /// Decodes the escapes of a string (validated by the scanner except for surrogate pairing).
+    private func unescape(_ raw: UnsafeBufferPointer<UInt8>, offset: Int) throws -> String {
+        var result: [UInt8] = []
+        result.reserveCapacity(raw.count)
+        var index = 0
+        func hex4(_ at: Int) -> UInt32 {
+            (0..<4).reduce(0) { $0 << 4 | (hexValue(raw[at + $1]) ?? 0) }
+        }
+        func invalid(_ at: Int) -> SerializationError {
+            SerializationError(
+                .malformedInput, byteOffset: offset + at, expected: "a valid \\u escape (paired surrogates)",
+                found: "an unpaired surrogate")
+        }
+        while index < raw.count {
+            let byte = raw[index]
+            guard byte == UInt8(ascii: "\\") else {
+                result.append(byte)
+                index += 1
+                continue
+            }
+            let escape = raw[index + 1]
+            index += 2
+            switch escape {
+            case UInt8(ascii: "b"): result.append(0x08)
+            case UInt8(ascii: "f"): result.append(0x0C)
+            case UInt8(ascii: "n"): result.append(0x0A)
+            case UInt8(ascii: "r"): result.append(0x0D)
+            case UInt8(ascii: "t"): result.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = hex4(index)
+                let start = index - 2
+                index += 4
+                if (0xD800...0xDBFF).contains(scalar) {
+                    guard index + 6 <= raw.count, raw[index] == UInt8(ascii: "\\"), raw[index + 1] == UInt8(ascii: "u") else {
+                        throw invalid(start)
+                    }
+                    let low = hex4(index + 2)
+                    guard (0xDC00...0xDFFF).contains(low) else { throw invalid(start) }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    index += 6
+                } else if (0xDC00...0xDFFF).contains(scalar) {
+                    throw invalid(start)
+                }
+                result.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+            default: result.append(escape)
+            }
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+}
+
+/// Parses the ISO text ModelKit writes (`2012-10-29T06:44:01.25Z`) straight from bytes. Anything
+/// else returns `nil` and goes to ``ISODate/date(from:)``, which reads every ISO form.
+enum FastISODate {
+    static func parse(_ text: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard text.count >= 20, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
+            text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[text.count - 1] == UInt8(ascii: "Z")
+        else { return nil }
+        func number(_ from: Int, _ count: Int) -> Int64? {
+            var value: Int64 = 0
+            for index in from..<(from + count) {
+                let digit = text[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value * 10 + Int64(digit)
+            }
+            return value
+        }
+        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+            let minute = number(14, 2), let second = number(17, 2), (1...12).contains(month), (1...28).contains(day),
+            hour < 24, minute < 60, second < 60
+        else { return nil }
+        let whole =
+            ISODate.days(fromCivil: year, Int(month), Int(day)) * 86_400 + hour * 3600 + minute * 60 + second
+            - ISODate.referenceOffset
+        // Dates before 2001 need the ten's complement of the fraction: the general parser does it.
+        guard whole >= 0 else { return nil }
+        if text.count == 20 { return Date(timeIntervalSinceReferenceDate: Double(whole)) }
+        guard text[19] == UInt8(ascii: "."), text.count > 21, text.count <= 28 else { return nil }
+        // At most 7 fractional digits: whole * 10^k + fraction stays below 2^53, so the division
+        // by the exact power of ten rounds once, exactly as parsing the decimal text would.
+        var scaled = whole
+        var scale: Int64 = 1
+        for index in 20..<(text.count - 1) {
+            let digit = text[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            scaled = scaled * 10 + Int64(digit)
+            scale *= 10
+        }
+        guard scaled < 1 << 53 else { return nil }
+        let seconds = Double(scaled) / Double(scale)
+        return Date(timeIntervalSinceReferenceDate: seconds)
+    }
+}

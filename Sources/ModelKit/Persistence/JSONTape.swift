@@ -1,0 +1,336 @@
+import Foundation
+
+/// A JSON value parsed into a flat list of entries ("tape") that point into the input bytes.
+///
+/// Parsing validates the syntax and the UTF-8 of the text once and records, for each value, its
+/// kind and byte range; strings and numbers are converted only when the decoder reads them.
+/// Containers record where their last descendant ends, so skipping a member is O(1). One tape
+/// holds one model at a time and is reused, so its size does not grow with the file.
+final class JSONTape {
+    struct Entry {
+        var kind: NodeKind
+        /// Strings: whether they contain escapes. Numbers: whether they are integers.
+        var flag: Bool
+        /// Containers: the number of members or elements.
+        var count: UInt32
+        /// Containers: the offset of `{` or `[`. Strings: the first byte after the quote. Others:
+        /// the first byte.
+        var start: Int
+        /// Containers: the index of the entry after the last descendant. Strings: the offset of
+        /// the closing quote. Numbers: the offset after the last digit.
+        var end: Int
+    }
+
+    @exclusivity(unchecked) var entries: [Entry] = []
+    let bytes: UnsafeBufferPointer<UInt8>
+
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        entries.reserveCapacity(256)
+    }
+
+    /// Parses the value at `offset` into the tape (replacing what it held) and returns the offset
+    /// after it.
+    ///
+    /// With `skippingProperties`, the value of a top-level `properties` key is skipped rather than
+    /// parsed (its entry has no children): reading a model's header does not need it, and it is
+    /// parsed, and checked, when the properties are decoded.
+    func parse(at offset: Int, skippingProperties: Bool = false) throws -> Int {
+        entries.removeAll(keepingCapacity: true)
+        var scanner = JSONScanner(bytes: bytes, position: offset)
+        scanner.skipsProperties = skippingProperties
+        try scanner.value(into: &entries, depth: 0)
+        return scanner.position
+    }
+}
+
+/// The JSON syntax, over bytes. Errors carry the byte offset of the problem.
+struct JSONScanner {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var position: Int
+    /// Whether to skip the value of a top-level `properties` key (see ``JSONTape/parse(at:skippingProperties:)``).
+    var skipsProperties = false
+
+    init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
+        self.bytes = bytes
+        self.position = position
+    }
+
+    func error(expected: String, at offset: Int? = nil) -> SerializationError {
+        let where_ = offset ?? position
+        let found: String
+        if where_ >= bytes.count {
+            found = "the end of the data"
+        } else {
+            let byte = bytes[where_]
+            found = (0x20..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+        }
+        return SerializationError(.malformedInput, byteOffset: where_, expected: expected, found: found)
+    }
+
+    @inline(__always) mutating func skipWhitespace() {
+        while position < bytes.count {
+            let byte = bytes[position]
+            guard byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return }
+            position += 1
+        }
+    }
+
+    /// Skips whitespace and consumes `byte`, or fails.
+    @inline(__always) mutating func expect(_ byte: UInt8, _ description: String) throws {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == byte else { throw error(expected: description) }
+        position += 1
+    }
+
+    /// Skips whitespace and consumes `byte` if it is next.
+    @inline(__always) mutating func take(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == byte else { return false }
+        position += 1
+        return true
+    }
+
+    mutating func value(into tape: inout [JSONTape.Entry], depth: Int) throws {
+        skipWhitespace()
+        guard position < bytes.count else { throw error(expected: "a JSON value") }
+        switch bytes[position] {
+        case UInt8(ascii: "{"): try container(into: &tape, depth: depth, isObject: true)
+        case UInt8(ascii: "["): try container(into: &tape, depth: depth, isObject: false)
+        case UInt8(ascii: "\""): tape.append(try string())
+        case UInt8(ascii: "t"): tape.append(try literal("true", .bool))
+        case UInt8(ascii: "f"): tape.append(try literal("false", .bool))
+        case UInt8(ascii: "n"): tape.append(try literal("null", .null))
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): tape.append(try number())
+        default: throw error(expected: "a JSON value")
+        }
+    }
+
+    private mutating func container(into tape: inout [JSONTape.Entry], depth: Int, isObject: Bool) throws {
+        guard depth < SerializationError.maximumDepth else {
+            throw SerializationError(
+                .nestingTooDeep, byteOffset: position,
+                expected: "at most \(SerializationError.maximumDepth) nested arrays and objects", found: "deeper nesting")
+        }
+        let index = tape.count
+        tape.append(JSONTape.Entry(kind: isObject ? .object : .array, flag: false, count: 0, start: position, end: 0))
+        position += 1
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        var count: UInt32 = 0
+        if !take(close) {
+            repeat {
+                if isObject {
+                    skipWhitespace()
+                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+                        throw error(expected: "a key string")
+                    }
+                    let key = try string()
+                    tape.append(key)
+                    try expect(UInt8(ascii: ":"), "':' after the key")
+                    if depth == 0, skipsProperties, isPropertiesKey(key) {
+                        try skipContainer(into: &tape)
+                        count += 1
+                        continue
+                    }
+                }
+                try value(into: &tape, depth: depth + 1)
+                count += 1
+            } while take(UInt8(ascii: ","))
+            try expect(close, isObject ? "',' or '}'" : "',' or ']'")
+        }
+        tape[index].count = count
+        tape[index].end = tape.count
+    }
+
+    private func isPropertiesKey(_ key: JSONTape.Entry) -> Bool {
+        let word: StaticString = "properties"
+        return !key.flag && key.end - key.start == word.utf8CodeUnitCount
+            && memcmp(bytes.baseAddress! + key.start, word.utf8Start, word.utf8CodeUnitCount) == 0
+    }
+
+    /// Records a container without its children and moves past it, matching brackets and
+    /// skipping strings without checking them further.
+    private mutating func skipContainer(into tape: inout [JSONTape.Entry]) throws {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "{") || bytes[position] == UInt8(ascii: "[") else {
+            // Not a container: parse it normally (the header reader reports the wrong type).
+            return try value(into: &tape, depth: 1)
+        }
+        let kind: NodeKind = bytes[position] == UInt8(ascii: "{") ? .object : .array
+        tape.append(JSONTape.Entry(kind: kind, flag: false, count: 0, start: position, end: tape.count + 1))
+        try skipBrackets()
+    }
+
+    /// Moves past the array or object at `position`, matching brackets and skipping strings
+    /// without checking them further (the decoder parses, and checks, them later).
+    mutating func skipBrackets() throws {
+        var depth = 0
+        let count = bytes.count
+        repeat {
+            guard position < count else { throw error(expected: "the end of the properties") }
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                position += 1
+                while true {
+                    while position + 8 <= count,
+                        !wordNeedsAttention(UnsafeRawPointer(bytes.baseAddress! + position).loadUnaligned(as: UInt64.self))
+                    {
+                        position += 8
+                    }
+                    guard position < count else { break }
+                    let byte = bytes[position]
+                    if byte == UInt8(ascii: "\"") { break }
+                    position += byte == UInt8(ascii: "\\") ? 2 : 1
+                }
+                position += 1
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                position += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+                position += 1
+            default:
+                position += 1
+            }
+        } while depth > 0
+    }
+
+    private mutating func literal(_ word: StaticString, _ kind: NodeKind) throws -> JSONTape.Entry {
+        let start = position
+        let count = word.utf8CodeUnitCount
+        guard bytes.count - position >= count, memcmp(bytes.baseAddress! + position, word.utf8Start, count) == 0 else {
+            throw error(expected: "a JSON value")
+        }
+        position += count
+        return JSONTape.Entry(kind: kind, flag: bytes[start] == UInt8(ascii: "t"), count: 0, start: start, end: position)
+    }
+
+    private mutating func number() throws -> JSONTape.Entry {
+        let start = position
+        var integer = true
+        if bytes[position] == UInt8(ascii: "-") { position += 1 }
+        guard position < bytes.count, isDigit(bytes[position]) else { throw error(expected: "a digit") }
+        if bytes[position] == UInt8(ascii: "0") {
+            position += 1
+        } else {
+            while position < bytes.count, isDigit(bytes[position]) { position += 1 }
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+            integer = false
+            position += 1
+            guard position < bytes.count, isDigit(bytes[position]) else { throw error(expected: "a digit after '.'") }
+            while position < bytes.count, isDigit(bytes[position]) { position += 1 }
+        }
+        if position < bytes.count, bytes[position] | 0x20 == UInt8(ascii: "e") {
+            integer = false
+            position += 1
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            guard position < bytes.count, isDigit(bytes[position]) else { throw error(expected: "a digit in the exponent") }
+            while position < bytes.count, isDigit(bytes[position]) { position += 1 }
+        }
+        return JSONTape.Entry(kind: integer ? .integer : .real, flag: integer, count: 0, start: start, end: position)
+    }
+
+    @inline(__always) private func isDigit(_ byte: UInt8) -> Bool {
+        byte &- UInt8(ascii: "0") < 10
+    }
+
+    /// Scans a string, checking escapes and UTF-8.
+    mutating func string() throws -> JSONTape.Entry {
+        position += 1
+        let start = position
+        var escaped = false
+        let count = bytes.count
+        while true {
+            // ASCII that needs no attention, eight bytes at a time: no byte below 0x20 or from
+            // 0x80 up, no quote, no backslash.
+            while position + 8 <= count {
+                let word = UnsafeRawPointer(bytes.baseAddress! + position).loadUnaligned(as: UInt64.self)
+                if wordNeedsAttention(word) { break }
+                position += 8
+            }
+            while position < count {
+                let byte = bytes[position]
+                guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
+                position += 1
+            }
+            guard position < count else { throw error(expected: "the closing '\"' of the string") }
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let end = position
+                position += 1
+                return JSONTape.Entry(kind: .string, flag: escaped, count: 0, start: start, end: end)
+            } else if byte == UInt8(ascii: "\\") {
+                escaped = true
+                position += 1
+                guard position < count else { throw error(expected: "an escape character") }
+                switch bytes[position] {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    position += 1
+                case UInt8(ascii: "u"):
+                    position += 1
+                    for _ in 0..<4 {
+                        guard position < count, hexValue(bytes[position]) != nil else {
+                            throw error(expected: "four hexadecimal digits after \\u")
+                        }
+                        position += 1
+                    }
+                default:
+                    throw error(expected: "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u)")
+                }
+            } else if byte < 0x20 {
+                throw error(expected: "a control character to be escaped")
+            } else {
+                position = try validateUTF8Sequence(at: position)
+            }
+        }
+    }
+
+    /// Checks the multi-byte UTF-8 sequence at `offset` and returns the offset after it.
+    private func validateUTF8Sequence(at offset: Int) throws -> Int {
+        let lead = bytes[offset]
+        let length: Int
+        let minimum: UInt32
+        var scalar: UInt32
+        switch lead {
+        case 0xC2...0xDF: length = 2; minimum = 0x80; scalar = UInt32(lead & 0x1F)
+        case 0xE0...0xEF: length = 3; minimum = 0x800; scalar = UInt32(lead & 0x0F)
+        case 0xF0...0xF4: length = 4; minimum = 0x10000; scalar = UInt32(lead & 0x07)
+        default: throw error(expected: "valid UTF-8", at: offset)
+        }
+        guard offset + length <= bytes.count else { throw error(expected: "valid UTF-8", at: offset) }
+        for index in 1..<length {
+            let byte = bytes[offset + index]
+            guard byte & 0xC0 == 0x80 else { throw error(expected: "valid UTF-8", at: offset) }
+            scalar = scalar << 6 | UInt32(byte & 0x3F)
+        }
+        guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else {
+            throw error(expected: "valid UTF-8", at: offset)
+        }
+        return offset + length
+    }
+}
+
+/// Whether an 8-byte word of string text holds a byte below 0x20, a byte from 0x80 up, a quote
+/// or a backslash (each test flags a zero byte after the XOR, SWAR style).
+@inline(__always) func wordNeedsAttention(_ word: UInt64) -> Bool {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    let quote = word ^ (ones &* 0x22)
+    let backslash = word ^ (ones &* 0x5C)
+    let found =
+        (word &- ones &* 0x20) | (quote &- ones) & ~quote | (backslash &- ones) & ~backslash | word
+    return found & highs != 0
+}
+
+@inline(__always) func hexValue(_ byte: UInt8) -> UInt32? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(byte &- UInt8(ascii: "0"))
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt32(byte &- UInt8(ascii: "a") &+ 10)
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(byte &- UInt8(ascii: "A") &+ 10)
+    default: return nil
+    }
+}

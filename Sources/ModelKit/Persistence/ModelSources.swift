@@ -1,0 +1,287 @@
+import Foundation
+
+private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
+
+/// Models from JSON text: the envelope is walked as a stream, each model is parsed into the
+/// reused tape on its own (so memory does not grow with the file), and properties are parsed
+/// again from their byte offset when they are decoded.
+final class JSONSource: ModelSource {
+    let bytes: UnsafeBufferPointer<UInt8>
+    private let tape: JSONTape
+    @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
+
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        tape = JSONTape(bytes: bytes)
+    }
+
+    func readHeaders(into loader: GraphLoader) throws {
+        var scanner = JSONScanner(bytes: bytes, position: 0)
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { scanner.position = 3 }
+        scanner.skipWhitespace()
+        let start = scanner.position
+        guard start < bytes.count else { throw scanner.error(expected: "a JSON object or array") }
+        switch bytes[start] {
+        case UInt8(ascii: "["):
+            // A bare array of models, as serialize() returns and ModelKit for Objective-C wrote.
+            try models(&scanner, loader)
+        case UInt8(ascii: "{"):
+            if try !envelope(&scanner, loader) {
+                // A single bare model dictionary.
+                scanner.position = try tape.parse(at: start)
+                try model(loader)
+            }
+        default:
+            throw scanner.error(expected: "a JSON object or array")
+        }
+        scanner.skipWhitespace()
+        guard scanner.position == bytes.count else { throw scanner.error(expected: "the end of the JSON text") }
+    }
+
+    /// Walks the members of the top-level object. Returns `false` when it is not an envelope
+    /// (it has no `models` key).
+    private func envelope(_ scanner: inout JSONScanner, _ loader: GraphLoader) throws -> Bool {
+        let start = scanner.position
+        scanner.position += 1
+        var sawModels = false
+        var format: String?
+        var formatOffset = start
+        var version: NodeNumber?
+        var versionText = "no \"version\" key"
+        var versionOffset = start
+        if !scanner.take(UInt8(ascii: "}")) {
+            repeat {
+                scanner.skipWhitespace()
+                guard scanner.position < bytes.count, bytes[scanner.position] == UInt8(ascii: "\"") else {
+                    throw scanner.error(expected: "a key string")
+                }
+                // The key goes on the tape alone, to be read like any string.
+                tape.entries.removeAll(keepingCapacity: true)
+                tape.entries.append(try scanner.string())
+                let document = JSONDocument(tape: tape)
+                try scanner.expect(UInt8(ascii: ":"), "':' after the key")
+                scanner.skipWhitespace()
+                if try document.stringEquals(0, "models") {
+                    guard scanner.position < bytes.count, bytes[scanner.position] == UInt8(ascii: "[") else {
+                        throw scanner.error(expected: "an array of models")
+                    }
+                    sawModels = true
+                    try models(&scanner, loader)
+                } else if try document.stringEquals(0, "format") {
+                    formatOffset = scanner.position
+                    scanner.position = try tape.parse(at: scanner.position)
+                    format = tape.entries[0].kind == .string ? try document.string(0) : nil
+                } else if try document.stringEquals(0, "version") {
+                    versionOffset = scanner.position
+                    scanner.position = try tape.parse(at: scanner.position)
+                    versionText = document.describeNode(0)
+                    version = tape.entries[0].kind == .integer ? try document.number(0) : nil
+                } else {
+                    scanner.position = try tape.parse(at: scanner.position)
+                }
+            } while scanner.take(UInt8(ascii: ","))
+            try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
+        }
+        guard sawModels else { return false }
+        guard format == Envelope.formatName else {
+            throw SerializationError(
+                .invalidValue, path: "format", byteOffset: formatOffset, expected: "\"\(Envelope.formatName)\"",
+                found: format.map { "\"\($0)\"" } ?? "no \"format\" string")
+        }
+        guard case .int(let number)? = version, number >= 1 else {
+            throw SerializationError(
+                .invalidValue, path: "version", byteOffset: versionOffset, expected: "a format version number",
+                found: versionText)
+        }
+        guard number <= Envelope.version else {
+            throw SerializationError(
+                .unsupportedVersion, path: "version", byteOffset: versionOffset,
+                expected: "format version \(Envelope.version) or earlier (this file needs a newer ModelKit)",
+                found: "version \(number)")
+        }
+        return true
+    }
+
+    /// Reads an array of model dictionaries, one at a time.
+    private func models(_ scanner: inout JSONScanner, _ loader: GraphLoader) throws {
+        scanner.position += 1
+        if scanner.take(UInt8(ascii: "]")) { return }
+        repeat {
+            scanner.skipWhitespace()
+            if let end = try canonicalHeader(at: scanner.position, loader) {
+                scanner.position = end
+            } else {
+                scanner.position = try tape.parse(at: scanner.position, skippingProperties: true)
+                try model(loader)
+            }
+        } while scanner.take(UInt8(ascii: ","))
+        try scanner.expect(UInt8(ascii: "]"), "',' or ']'")
+    }
+
+    /// The last model name read, and its bytes: names repeat from model to model.
+    private var lastName = ""
+    private var lastNameBytes: [UInt8] = []
+
+    /// Reads the header of a model written exactly as ModelKit writes it (the keys in its order,
+    /// no whitespace or escapes, ISO dates), straight from the bytes, and returns the offset after
+    /// the model. Returns `nil`, having read nothing, for anything else: the general path then
+    /// reads the model, and reports what is wrong with it.
+    private func canonicalHeader(at start: Int, _ loader: GraphLoader) throws -> Int? {
+        var position = start
+        let bytes = self.bytes
+        func literal(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard bytes.count - position >= count, memcmp(bytes.baseAddress! + position, text.utf8Start, count) == 0 else {
+                return false
+            }
+            position += count
+            return true
+        }
+        /// A string without escapes, control characters or non-ASCII bytes, ending at a quote.
+        func plainString() -> UnsafeBufferPointer<UInt8>? {
+            let from = position
+            while position < bytes.count {
+                let byte = bytes[position]
+                if byte == UInt8(ascii: "\"") {
+                    defer { position += 1 }
+                    return UnsafeBufferPointer(rebasing: bytes[from..<position])
+                }
+                guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+                position += 1
+            }
+            return nil
+        }
+        func date() -> Date? {
+            guard literal(#"{"__type":"Date","iso":""#), let text = plainString(), literal("}") else { return nil }
+            return FastISODate.parse(text)
+        }
+        guard literal(#"{"model":""#), let nameBytes = plainString(), literal(#","modelId":""#),
+            let idBytes = plainString(), let id = ModelID.parse(idBytes), literal(#","objectId":"#)
+        else { return nil }
+        var objectId: String?
+        if !literal("null") {
+            guard literal("\""), let text = plainString() else { return nil }
+            objectId = String(decoding: text, as: UTF8.self)
+        }
+        guard literal(#","createdAt":"#), let createdAt = date(), literal(#","updatedAt":"#), let updatedAt = date(),
+            literal(#","properties":"#), position < bytes.count, bytes[position] == UInt8(ascii: "{")
+        else { return nil }
+        let properties = position
+        var skipper = JSONScanner(bytes: bytes, position: position)
+        try skipper.skipBrackets()
+        position = skipper.position
+        guard literal("}") else { return nil }
+        if !nameBytes.elementsEqual(lastNameBytes) {
+            lastName = String(decoding: nameBytes, as: UTF8.self)
+            lastNameBytes = Array(nameBytes)
+        }
+        try loader.add(
+            GraphLoader.Header(
+                name: lastName, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
+                properties: properties))
+        return position
+    }
+
+    /// Reads the header of the model on the tape.
+    private func model(_ loader: GraphLoader) throws {
+        let tape = self.tape
+        let header = try loader.header(in: JSONDocument(tape: tape), node: 0) { tape.entries[$0].start }
+        try loader.add(header)
+    }
+
+    func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
+        _ = try tape.parse(at: handle)
+        let info = infos.info(M.self)
+        let decoder = TreeDecoder(
+            document: JSONDocument(tape: tape), node: 0, defaults: info.defaults, loader: loader, codingPath: propertiesPath,
+            depth: 1, renames: info.renames)
+        return try M.Properties(from: decoder)
+    }
+}
+
+/// Models from a binary property list, read in place.
+final class BinaryPlistSource: ModelSource {
+    let document: BinaryPlistDocument
+    @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
+
+    init(bytes: UnsafeBufferPointer<UInt8>) throws {
+        document = try BinaryPlistDocument(bytes: bytes)
+    }
+
+    func readHeaders(into loader: GraphLoader) throws {
+        let top = document.topObject
+        var models = top
+        switch document.kind(of: top) {
+        case .array:
+            break
+        case .object:
+            guard let array = try document.member(of: top, named: "models") else {
+                // A single bare model dictionary.
+                return try loader.add(loader.header(in: document, node: top) { $0 })
+            }
+            try GraphLoader.checkEnvelope(
+                in: document, format: try document.member(of: top, named: "format"),
+                version: try document.member(of: top, named: "version"), fallbackNode: top)
+            guard document.kind(of: array) == .array else {
+                throw SerializationError(
+                    .typeMismatch, path: "models", byteOffset: document.byteOffset(of: array), expected: "an array of models",
+                    found: document.describeNode(array))
+            }
+            models = array
+        default:
+            throw SerializationError(
+                .typeMismatch, byteOffset: document.byteOffset(of: top), expected: "a dictionary or an array of models",
+                found: document.describeNode(top))
+        }
+        var cursor = document.startCursor(of: models)
+        for _ in 0..<(try document.count(of: models)) {
+            let node = try document.next(in: models, cursor: &cursor).value
+            try loader.add(loader.header(in: document, node: node) { $0 })
+        }
+    }
+
+    func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
+        let info = infos.info(M.self)
+        let decoder = TreeDecoder(
+            document: document, node: handle, defaults: info.defaults, loader: loader, codingPath: propertiesPath, depth: 1,
+            renames: info.renames)
+        return try M.Properties(from: decoder)
+    }
+}
+
+/// Picks the reader for `data` from its first bytes and runs `body` with it while the bytes are
+/// valid.
+func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws -> Result) throws -> Result {
+    try data.withUnsafeBytes { raw in
+        let bytes = raw.bindMemory(to: UInt8.self)
+        if BinaryPlistDocument.isBinaryPlist(bytes) { return try body(BinaryPlistSource(bytes: bytes)) }
+        var start = 0
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { start = 3 }
+        while start < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[start]) { start += 1 }
+        if start < bytes.count, bytes[start] == UInt8(ascii: "<") {
+            // XML property lists go through Foundation, then through the binary reader.
+            let binary = try XMLPropertyList.binary(fromXML: data)
+            return try binary.withUnsafeBytes { try body(BinaryPlistSource(bytes: $0.bindMemory(to: UInt8.self))) }
+        }
+        return try body(JSONSource(bytes: bytes))
+    }
+}
+
+/// Conversions between XML and binary property lists, through Foundation.
+enum XMLPropertyList {
+    static func binary(fromXML data: Data) throws -> Data {
+        let object: Any
+        do {
+            object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        } catch {
+            throw SerializationError(
+                .malformedInput, byteOffset: 0, expected: "an XML property list", found: "\(error.localizedDescription)")
+        }
+        return try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
+    }
+
+    static func xml(fromBinary data: Data) throws -> Data {
+        let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+        return try PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// A growable byte buffer that writers append to, handed to a file descriptor in chunks.
+///
+/// Writing to a file keeps at most about ``chunkSize`` bytes (plus one model's output) in memory:
+/// the writers call ``flushIfNeeded()`` between models, never inside one, so everything written
+/// since the current model began is still in the buffer. Writing to memory keeps everything and
+/// hands the bytes over as `Data` without a copy.
+final class OutputBuffer {
+    /// Output is handed to the file once this much has accumulated.
+    static let chunkSize = 1 << 20
+
+    // Appending is the writers' innermost loop: dynamic exclusivity checks on these fields would
+    // cost more than the appends themselves, and the buffer is never shared between threads.
+    @exclusivity(unchecked) private(set) var base: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) private(set) var capacity: Int
+    /// Bytes in the buffer not yet handed to the file.
+    @exclusivity(unchecked) private(set) var count = 0
+    /// Bytes already handed to the file.
+    private(set) var flushed = 0
+    private let descriptor: Int32?
+
+    /// Creates a buffer that writes to `descriptor`, or keeps everything when it is `nil`.
+    init(descriptor: Int32?) {
+        self.descriptor = descriptor
+        capacity = descriptor == nil ? 1 << 16 : 2 * Self.chunkSize
+        base = .allocate(capacity: capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The offset in the whole output of the next byte to be appended.
+    @inline(__always) var position: Int { flushed + count }
+
+    @inline(__always) func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private func grow(to minimum: Int) {
+        let newCapacity = Swift.max(capacity * 2, minimum)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.update(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always) func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
+
+    /// Appends without checking capacity: the caller reserved room first.
+    @inline(__always) func appendUnchecked(_ byte: UInt8) {
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always) func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (UnsafeMutableRawPointer(base) + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    @inline(__always) func append(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Counts `bytes` written directly at `base + count` (after reserving room) as appended.
+    @inline(__always) func advance(by bytes: Int) {
+        count += bytes
+    }
+
+    /// Drops everything appended after `position`, which must still be in the buffer.
+    func truncate(to position: Int) {
+        precondition(position >= flushed && position <= self.position, "truncating flushed output")
+        count = position - flushed
+    }
+
+    /// Hands the buffered bytes to the file when enough have accumulated. Call it only between
+    /// models (see the type's discussion).
+    @inline(__always) func flushIfNeeded() throws {
+        if descriptor != nil, count >= Self.chunkSize { try flush() }
+    }
+
+    /// Hands all buffered bytes to the file.
+    func flush() throws {
+        guard let descriptor, count > 0 else { return }
+        try Posix.writeAll(descriptor, base, count)
+        flushed += count
+        count = 0
+    }
+
+    /// The bytes written, for a buffer without a file. The buffer is empty afterwards.
+    func takeData() -> Data {
+        // The allocation becomes the Data's storage: no second copy of the output.
+        let data = Data(bytesNoCopy: base, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        capacity = 16
+        base = .allocate(capacity: capacity)
+        count = 0
+        return data
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+
+/// Writing and reading persisted files and data: the shared implementation of the public API.
+enum Persistence {
+    /// What to write: the models to start from, with their identities when known.
+    struct Roots {
+        var models: [any Model]
+        var identities: [(id: ModelID, objectId: String?)]?
+
+        init(_ models: [any Model]) {
+            self.models = models
+        }
+
+        /// Every model in `context`, with ids and object ids from its identity map (reading them
+        /// from each model would copy each model's storage).
+        init(context: ModelContext) {
+            var entries: [(model: any Model, id: ModelID, objectId: String?)] = []
+            context.registry.withLock { registry in
+                var objectIds: [ObjectIdentifier: String] = [:]
+                for (key, model) in registry.objectIds { objectIds[ObjectIdentifier(model)] = key.objectId }
+                entries.reserveCapacity(registry.models.count)
+                for (id, model) in registry.models { entries.append((model, id, objectIds[ObjectIdentifier(model)])) }
+            }
+            // In id order rather than hash order: the file comes out the same for the same
+            // contents, and ids made by one process grow with creation, so models are visited
+            // roughly in the order they sit in memory.
+            entries.sort { $0.id < $1.id }
+            models = entries.map(\.model)
+            identities = entries.map { ($0.id, $0.objectId) }
+        }
+    }
+
+    /// Writes the envelope and every model reachable from the roots to `buffer`.
+    static func encode(_ roots: Roots, format: PersistenceFormat, into buffer: OutputBuffer) throws {
+        switch format {
+        case .json:
+            try GraphStreamWriter(sink: JSONSink(buffer: buffer)).writeDocument(roots: roots.models, identities: roots.identities)
+        case .binaryPropertyList:
+            try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer)).writeDocument(
+                roots: roots.models, identities: roots.identities)
+        case .xmlPropertyList:
+            let xml = try data(roots, format: .xmlPropertyList)
+            xml.withUnsafeBytes { buffer.append($0) }
+        }
+    }
+
+    /// A binary property list with exact dates, for conversion to XML.
+    private static func binaryForXML(_ roots: Roots) throws -> Data {
+        let buffer = OutputBuffer(descriptor: nil)
+        try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer, exactDates: true)).writeDocument(
+            roots: roots.models, identities: roots.identities)
+        return buffer.takeData()
+    }
+
+    static func data(_ roots: Roots, format: PersistenceFormat) throws -> Data {
+        let buffer = OutputBuffer(descriptor: nil)
+        if format == .xmlPropertyList {
+            return try XMLPropertyList.xml(fromBinary: binaryForXML(roots))
+        }
+        try encode(roots, format: format, into: buffer)
+        return buffer.takeData()
+    }
+
+    static func write(_ roots: Roots, format: PersistenceFormat, to url: URL) throws {
+        try AtomicFile.write(to: url) { buffer in try encode(roots, format: format, into: buffer) }
+    }
+
+    /// The contents of `url`, memory-mapped: pages are read as the parser reaches them and can be
+    /// dropped again by the system, so a large file does not need its size in heap memory.
+    static func contents(of url: URL) throws -> Data {
+        try Data(contentsOf: url, options: .alwaysMapped)
+    }
+}
+
+extension ModelContext {
+    /// Writes every model in the context to a file, atomically.
+    ///
+    /// ```swift
+    /// try context.write(to: url)                                   // JSON
+    /// try context.write(to: url, format: .binaryPropertyList)      // smaller, faster
+    /// ```
+    ///
+    /// The file holds a small envelope (`format`, `version`, `writtenBy`) around the models in the
+    /// ModelPointer format of ``Model/serialize(as:)``. The previous file at `url`, if any, stays
+    /// intact and loadable until the new one is complete and on disk: the data goes to a temporary
+    /// file in the same directory, is flushed with `fsync`, and replaces the target with an atomic
+    /// rename. Output is streamed to the file in chunks, so memory does not grow with the output.
+    ///
+    /// - Throws: ``SerializationError`` when a model fails to encode (see ``Model/serialize(as:)``),
+    ///   or a file-system error (`CocoaError`) when the file cannot be written; the target file is
+    ///   then unchanged.
+    /// - Complexity: O(n) in the size of the graph.
+    public func write(to url: URL, format: PersistenceFormat = .json) throws {
+        try Persistence.write(Persistence.Roots(context: self), format: format, to: url)
+    }
+
+    /// Every model in the context as the bytes of a file in `format`. See ``write(to:format:)``.
+    ///
+    /// - Throws: ``SerializationError`` when a model fails to encode.
+    /// - Complexity: O(n) in the size of the graph.
+    public func data(format: PersistenceFormat = .json) throws -> Data {
+        try Persistence.data(Persistence.Roots(context: self), format: format)
+    }
+
+    /// Loads the models in a file into the context, merging by identity.
+    ///
+    /// The format (JSON, binary or XML property list) is read from the file's first bytes; files
+    /// without the envelope (a bare ``Model/serialize(as:)`` array or dictionary, as ModelKit for
+    /// Objective-C wrote them) load too. A model whose id is already in the context is updated in
+    /// place, so instances and references the app holds stay valid; the others are added. The
+    /// file is memory-mapped rather than read into memory.
+    ///
+    /// ```swift
+    /// let context = ModelContext()
+    /// try context.load(from: url)
+    /// let authors = context.models(of: Author.self)
+    /// ```
+    ///
+    /// - Throws: ``SerializationError`` saying where (byte offset, or model index and property
+    ///   path) and what was expected: malformed or truncated input, a newer format version
+    ///   (``SerializationError/Code/unsupportedVersion``), unknown model names, duplicate ids,
+    ///   pointers to models not in the file, numbers that do not fit, nesting deeper than
+    ///   ``SerializationError/maximumDepth``. Or a file-system error when the file cannot be read.
+    ///   After an error the context and its models are exactly as before.
+    /// - Complexity: O(n) in the size of the file.
+    public func load(from url: URL, options: DeserializationOptions = DeserializationOptions()) throws {
+        try load(Persistence.contents(of: url), options: options)
+    }
+
+    /// Loads models from the bytes of a file in any of the ``PersistenceFormat``s. See
+    /// ``load(from:options:)``.
+    ///
+    /// - Throws: ``SerializationError``; the context is unchanged after an error.
+    /// - Complexity: O(n) in the size of `data`.
+    public func load(_ data: Data, options: DeserializationOptions = DeserializationOptions()) throws {
+        try withModelSource(for: data) { source in
+            try GraphLoader(context: self, options: options, source: source).loadAll()
+        }
+    }
+}
+
+extension Model {
+    /// This model and every model it reaches, as the bytes of a file in `format`, this model
+    /// first.
+    ///
+    /// ```swift
+    /// let data = try author.persistedData()
+    /// let copy = try Author.load(data, in: ModelContext())
+    /// ```
+    ///
+    /// - Throws: ``SerializationError`` when a model fails to encode.
+    /// - Complexity: O(n) in the size of the reachable graph.
+    public func persistedData(format: PersistenceFormat = .json) throws -> Data {
+        try Persistence.data(Persistence.Roots([self]), format: format)
+    }
+
+    /// Writes this model and every model it reaches to a file, atomically. See
+    /// ``ModelContext/write(to:format:)``.
+    ///
+    /// - Throws: ``SerializationError``, or a file-system error; the target file is then unchanged.
+    /// - Complexity: O(n) in the size of the reachable graph.
+    public func write(to url: URL, format: PersistenceFormat = .json) throws {
+        try Persistence.write(Persistence.Roots([self]), format: format, to: url)
+    }
+
+    /// Loads a file written by ``write(to:format:)`` (or any file ``ModelContext/load(from:options:)``
+    /// reads) and returns its first model.
+    ///
+    /// ```swift
+    /// let author = try Author.load(from: url, in: context)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - context: Where models are merged by identity; the current context when `nil`.
+    /// - Throws: ``SerializationError`` (see ``ModelContext/load(from:options:)``), including
+    ///   ``SerializationError/Code/modelTypeConflict`` when the first model is not a `Self`.
+    /// - Complexity: O(n) in the size of the file.
+    public static func load(
+        from url: URL, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try load(Persistence.contents(of: url), in: context, options: options)
+    }
+
+    /// Loads the bytes of a file and returns its first model. See ``load(from:in:options:)``.
+    ///
+    /// - Throws: ``SerializationError``; the context is unchanged after an error.
+    /// - Complexity: O(n) in the size of `data`.
+    public static func load(
+        _ data: Data, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try withModelSource(for: data) { source in
+            try GraphLoader(context: context ?? .current, options: options, source: source).load(root: Self.self)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#elseif canImport(Android)
+    import Android
+#endif
+
+// The few system calls atomic writes need, in one place so the platform imports stay here.
+enum Posix {
+    /// Writes all of `count` bytes at `base` to `descriptor`, retrying short writes and EINTR.
+    static func writeAll(_ descriptor: Int32, _ base: UnsafeRawPointer, _ count: Int) throws {
+        var done = 0
+        while done < count {
+            let written = write(descriptor, base + done, count - done)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw error("write")
+            }
+            done += written
+        }
+    }
+
+    static func openExclusive(_ path: String) throws -> Int32 {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw error("open") }
+        return descriptor
+    }
+
+    static func sync(_ descriptor: Int32) throws {
+        while fsync(descriptor) != 0 {
+            if errno != EINTR { throw error("fsync") }
+        }
+    }
+
+    static func closeDescriptor(_ descriptor: Int32) {
+        _ = close(descriptor)
+    }
+
+    static func renameItem(_ from: String, _ to: String) throws {
+        guard rename(from, to) == 0 else { throw error("rename") }
+    }
+
+    static func unlinkItem(_ path: String) {
+        _ = unlink(path)
+    }
+
+    /// Flushes a directory entry change (the rename) to disk. Best effort: not every file system
+    /// lets a directory be opened or synced, and the data itself is already durable by then.
+    static func syncDirectory(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        _ = close(descriptor)
+    }
+
+    /// Whether a process with `pid` exists (it may belong to another user).
+    static func processExists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    static var processIdentifier: Int32 { getpid() }
+
+    private static func error(_ call: String) -> CocoaError {
+        let code = errno
+        let message = String(cString: strerror(code))
+        return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(call) failed: \(message) (errno \(code))"])
+    }
+}

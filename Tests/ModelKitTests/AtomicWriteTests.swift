@@ -1,0 +1,138 @@
+import Foundation
+import ModelKit
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// The same model types as the writer child (Tests/PersistenceWriterChild), registered under the
+// same names, to read its files.
+final class Generation: Model {
+    struct Properties: Codable {
+        var number = 0
+        var items = ModelArray<Item>()
+    }
+    var storage = ModelStorage(Properties())
+}
+
+final class Item: Model {
+    struct Properties: Codable {
+        var generation = 0
+        var text = ""
+        var owner = ModelRef<Generation>()
+    }
+    var storage = ModelStorage(Properties())
+}
+
+@Suite("Atomic writes")
+struct AtomicWriteTests {
+    /// The writer child, built next to the test bundle because the test target depends on it.
+    static var childExecutable: URL? {
+        let candidates = [
+            Bundle.module.bundleURL.deletingLastPathComponent(),
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        ]
+        return candidates.map { $0.appendingPathComponent("PersistenceWriterChild") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// Checks that the file holds one complete generation: the marker model and all its items.
+    static func checkComplete(_ url: URL) throws -> Int {
+        let context = ModelContext()
+        try context.load(from: url)
+        let generations = context.models(of: Generation.self)
+        #expect(generations.count == 1)
+        let generation = try #require(generations.first)
+        let items = context.models(of: Item.self)
+        #expect(items.count == 2_000)
+        #expect(generation.items.count == 2_000)
+        #expect(items.allSatisfy { $0.generation == generation.number })
+        return generation.number
+    }
+
+    /// The generation number in the file, without checking it further.
+    static func generation(in url: URL) throws -> Int {
+        let context = ModelContext()
+        try context.load(from: url)
+        return context.models(of: Generation.self).first?.number ?? -1
+    }
+
+    @Test("a writer killed at random moments always leaves a complete, loadable file", arguments: ["json", "bplist"])
+    func killedWriter(format: String) throws {
+        try ModelRegistry.register(Generation.self, Item.self)
+        let child = try #require(Self.childExecutable, "the PersistenceWriterChild executable was not built")
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("graph.\(format)")
+            var generator = SplitMix64(seed: format == "json" ? 17 : 23)
+            // Generation 0, written here, so that there always is a previous file.
+            let initial = ModelContext()
+            let generation = Generation.instance(in: initial)
+            for index in 0..<2_000 {
+                let item = Item.instance(in: initial)
+                item.text = "item \(index) of generation 0"
+                item.owner = generation
+                generation.items.append(item)
+            }
+            try initial.write(to: url, format: format == "json" ? .json : .binaryPropertyList)
+            var seen: Set<Int> = [0]
+            var killedMidWrite = 0
+            var nextGeneration = 1
+            for round in 0..<20 {
+                let process = Process()
+                process.executableURL = child
+                process.arguments = [url.path, format, String(nextGeneration)]
+                try process.run()
+                if round == 0 {
+                    // Once, let a write complete, so that the file is known to change under the kills.
+                    let deadline = Date().addingTimeInterval(60)
+                    while Date() < deadline, (try? Self.generation(in: url)) == 0 { usleep(20_000) }
+                } else {
+                    usleep(UInt32(20_000 + Int(generator.next() % 300_000)))
+                }
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .uncaughtSignal)
+                let entries = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+                if entries.count > 1 { killedMidWrite += 1 }
+                let number = try Self.checkComplete(url)
+                seen.insert(number)
+                nextGeneration = max(nextGeneration, number) + 1_000
+            }
+            // Most kills land in the middle of a write (a temporary file was left behind), and
+            // some writes completed between kills.
+            #expect(killedMidWrite > 0)
+            #expect(seen.count > 1)
+            // Killed writers leave their temporary files; the next write removes them.
+            let context = ModelContext()
+            try context.load(from: url)
+            try context.write(to: url, format: format == "json" ? .json : .binaryPropertyList)
+            let entries = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(entries == [url.lastPathComponent])
+        }
+    }
+
+    @Test("a failed write leaves the previous file and no temporary file")
+    func failedWrite() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("graph.json")
+            let context = ModelContext()
+            let note = Note.instance(in: context)
+            note.text = "first"
+            try context.write(to: url)
+            let loop = HasLoop.instance(in: context)
+            let box = LoopingBox()
+            box.next = box
+            loop.box = box
+            #expect(throws: SerializationError.self) { try context.write(to: url) }
+            box.next = nil
+            let entries = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(entries == ["graph.json"])
+            let reloaded = ModelContext()
+            try reloaded.load(from: url)
+            #expect(reloaded.model(Note.self, modelId: note.modelId)?.text == "first")
+        }
+    }
+}
