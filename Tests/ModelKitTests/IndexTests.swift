@@ -179,3 +179,30 @@ struct IndexTests {
         #expect(try Member.query(in: context).filter("home.city = 'Oslo'").count() == 1)
     }
 }
+
+@Suite("Loading and the rest of the context")
+struct LoadingIntegrationTests {
+    @Test("Models loaded from a file are listed by type, indexed, queried and counted as inserted")
+    func loadedModelsJoinEverything() throws {
+        let source = ModelContext()
+        for age in 0..<50 { Member.instance(in: source).age = age }
+        let data = try source.data(format: .json)
+        let target = ModelContext()
+        target.addIndex(on: \.age, of: Member.self)
+        let events = Box(0)
+        let token = target.observeChanges { event in if event.kind == .inserted { events.value += 1 } }
+        try target.load(data)
+        #expect(target.models(of: Member.self).count == 50)
+        #expect(try Member.query(in: target).where(\.age, .between(10, 19)).count() == 10)
+        #expect(try Member.query(in: target).filter("age >= 45").count() == 5)
+        #expect(target.changes.inserted.count == 50)
+        #expect(events.value == 50)
+        // Loading again updates in place: the index follows the new values.
+        for member in source.models(of: Member.self) { member.age += 100 }
+        try target.load(try source.data(format: .binaryPropertyList))
+        #expect(target.models(of: Member.self).count == 50)
+        #expect(try Member.query(in: target).where(\.age, .lessThan(100)).count() == 0)
+        #expect(try Member.query(in: target).where(\.age, .between(110, 119)).count() == 10)
+        token.cancel()
+    }
+}

@@ -204,13 +204,19 @@ public final class ModelContext: @unchecked Sendable {
         previous?.remove(model, typeSlot: previousSlot)
         model.storage.context = self
         model.storage.metadata.membership = .managed
+        didInsert(model, countsAsInserted: countsAsInserted, generation: generation)
+        return model
+    }
+
+    /// The bookkeeping after `model` was registered: change tracking, indexes and observers.
+    func didInsert<M: Model>(_ model: M, countsAsInserted: Bool, generation: UInt32) {
         model.storage.quietEpoch = 0  // its writes must now be noted by this context
         model.storage.insertedGeneration = countsAsInserted ? generation : 0
         indexRegistry.forEach(of: M.self) { $0.inserted(model) }
         if !changeObservers.isEmpty {
-            changeObservers.notify(ModelChangeEvent(kind: .inserted, modelId: id, modelName: M.modelName), model: model)
+            let event = ModelChangeEvent(kind: .inserted, modelId: model.modelId, modelName: M.modelName)
+            changeObservers.notify(event, model: model)
         }
-        return model
     }
 
     /// Removes `model` from the context. References to it read as `nil` from now on.

@@ -106,7 +106,7 @@ final class GraphLoader {
     }
 
     private static func detach<M: Model>(_ model: M) {
-        update(&model.storage) { storage in
+        update(model.storage) { storage in
             storage.context = nil
             storage.metadata.membership = .unmanaged
         }
@@ -223,7 +223,10 @@ final class GraphLoader {
         }
         updates.append {
             let oldObjectId = model.storage.metadata.objectId
-            Self.apply(properties, header, to: model)
+            // An existing model: loading is a reset of its changes, and observers and indexes
+            // hear about what the load changed.
+            model.replaceLoadedValues(properties)
+            Self.apply(properties, header, to: model, valuesAssigned: true)
             context.objectIdChanged(model, from: oldObjectId)
         }
     }
@@ -231,10 +234,11 @@ final class GraphLoader {
     /// Assigns loaded values, in one access to the storage: each access through the protocol
     /// looks up the storage's generic type and copies or re-stores it.
     private static func apply<M: Model>(
-        _ properties: M.Properties, _ header: Header, to model: M, joining context: ModelContext? = nil
+        _ properties: M.Properties, _ header: Header, to model: M, joining context: ModelContext? = nil,
+        valuesAssigned: Bool = false
     ) {
-        update(&model.storage) { storage in
-            storage.values = properties
+        update(model.storage) { storage in
+            if !valuesAssigned { storage.values = properties }
             storage.metadata.objectId = header.objectId
             if let createdAt = header.createdAt { storage.metadata.createdAt = createdAt }
             if let updatedAt = header.updatedAt { storage.metadata.updatedAt = updatedAt }
@@ -248,9 +252,9 @@ final class GraphLoader {
     }
 
     private static func update<Properties>(
-        _ storage: inout ModelStorage<Properties>, _ body: (inout ModelStorage<Properties>) -> Void
+        _ storage: ModelStorage<Properties>, _ body: (ModelStorage<Properties>) -> Void
     ) {
-        body(&storage)
+        body(storage)
     }
 
     /// A reference to the model a pointer node refers to. Built from the pointer's id and the

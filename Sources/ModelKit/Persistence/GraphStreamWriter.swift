@@ -116,6 +116,7 @@ final class GraphStreamWriter {
         let name = name(of: M.self)
         // One read of the storage: each read through the protocol copies it.
         let storage = model.storage
+        _ = storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = storage.metadata
         ownerContext = storage.lookupContext
         // Later pointers to this model use its actual object id.

@@ -18,7 +18,10 @@ extension ModelContext {
     ///
     /// - Returns: The models left out.
     func registerLoaded(_ loaded: [LoadedModel]) -> [any Model] {
-        registry.withLock { registry in
+        let generation = changeGeneration
+        var accepted: [(model: any Model, countsAsInserted: Bool)] = []
+        accepted.reserveCapacity(loaded.count)
+        let rejected = registry.withLock { registry -> [any Model] in
             var rejected: [any Model] = []
             registry.models.reserveCapacity(registry.models.count + loaded.count)
             for entry in loaded {
@@ -29,8 +32,15 @@ extension ModelContext {
                 }
                 registry.models[entry.id] = entry.model
                 if let objectKey { registry.objectIds[objectKey] = entry.model }
+                registry.addToTypeList(entry.model)
+                accepted.append((entry.model, registry.log.inserted(entry.id)))
             }
             return rejected
         }
+        // What insert(_:) does after registering a model: change tracking, indexes, observers.
+        for (model, countsAsInserted) in accepted {
+            didInsert(model, countsAsInserted: countsAsInserted, generation: generation)
+        }
+        return rejected
     }
 }
