@@ -192,6 +192,9 @@ extension ModelPredicate.Node {
                 return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
             }
             if let field = PropertyLayout.of(M.self).fields[key] {
+                if let matcher = FieldMatcher.make(field, condition) {
+                    return { model in model.storage.box.withValuesPointer(matcher) }
+                }
                 return { model in
                     try condition.matches(
                         model.storage.box.withValuesPointer { field.read($0) }, key: key, modelName: M.modelName)

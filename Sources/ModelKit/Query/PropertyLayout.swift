@@ -13,6 +13,8 @@ import Foundation
 struct PropertyLayout: @unchecked Sendable {
     enum Kind {
         case int, double, string, date
+        /// `[String]`.
+        case strings
     }
 
     struct Field {
@@ -32,6 +34,9 @@ struct PropertyLayout: @unchecked Sendable {
             case (.double, true): return base.load(fromByteOffset: offset, as: Double?.self).map(ModelValue.double) ?? .null
             case (.string, true): return base.load(fromByteOffset: offset, as: String?.self).map(ModelValue.string) ?? .null
             case (.date, true): return base.load(fromByteOffset: offset, as: Date?.self).map(ModelValue.date) ?? .null
+            case (.strings, false): return .array(base.load(fromByteOffset: offset, as: [String].self).map(ModelValue.string))
+            case (.strings, true):
+                return base.load(fromByteOffset: offset, as: [String]?.self).map { .array($0.map(ModelValue.string)) } ?? .null
             }
         }
     }
@@ -112,6 +117,7 @@ final class LayoutRecorder {
     private var counter: UInt64 = 0
     /// Strings handed out, kept alive so that their storage (and so their bytes) stay unique.
     private var strings: [String] = []
+    private var stringArrays: [[String]] = []
 
     init(template: ModelValue) {
         self.template = template
@@ -135,6 +141,16 @@ final class LayoutRecorder {
         counter += 1
         let value = Date(timeIntervalSinceReferenceDate: 9e8 + Double(counter) + 0.25)
         record(path, .date, optional, .date(value), value)
+        return value
+    }
+
+    func strings(_ path: [String]) -> [String] {
+        counter += 1
+        // A one-element array: its buffer, and so the array's bytes, are unique.
+        let element = "modelkit-layout-probe-\(counter)-\(UInt64.random(in: 0 ... .max))"
+        let value = [element]
+        stringArrays.append(value)
+        record(path, .strings, false, .array([.string(element)]), value)
         return value
     }
 
@@ -214,6 +230,7 @@ struct LayoutProbe: Decoder {
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
             if T.self == Date.self { return probe.recorder.date(path(key), optional: false) as! T }
+            if T.self == [String].self { return probe.recorder.strings(path(key)) as! T }
             let nested = LayoutProbe(recorder: probe.recorder, path: path(key), template: template(key))
             if let value = try? T(from: nested) { return value }
             return try T(from: PropertyDecoder.forTemplate(template(key)))
