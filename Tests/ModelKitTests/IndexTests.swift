@@ -206,3 +206,22 @@ struct LoadingIntegrationTests {
         token.cancel()
     }
 }
+
+@Suite("Background queries")
+struct BackgroundQueryTests {
+    @Test("A query runs on a background task and returns the models of the caller's context")
+    func background() async throws {
+        let context = ModelContext()
+        let members = (0..<500).map { index -> Member in
+            let member = Member.instance(in: context)
+            member.age = index % 50
+            return member
+        }
+        let found = try await Member.query(in: context).where(\.age, .lessThan(5)).sorted(by: \.age).resultsInBackground()
+        #expect(found.count == 50)
+        #expect(found.allSatisfy { member in members.contains { $0 === member } })
+        #expect(found.map(\.age) == found.map(\.age).sorted())
+        #expect(try await Member.query(in: context).filter("age = 7").countInBackground() == 10)
+        await #expect(throws: QueryError.self) { try await Member.query(in: context).filter("age >").countInBackground() }
+    }
+}
