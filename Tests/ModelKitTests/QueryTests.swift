@@ -519,3 +519,47 @@ struct QueryRandomTests {
         }
     }
 }
+
+@Suite("Typed conditions through references")
+struct QueryReferenceTests {
+    @Test("A typed predicate reaches the model a to-one reference leads to")
+    func toOne() throws {
+        try people { (_) throws in
+            let typed = try Person.query().filter(.where(\.friend, .where(\.age, .greaterThan(36)))).results()
+            let keyed = try Person.query().where("friend.age", .greaterThan(36)).results()
+            #expect(Set(typed.map(\.name)) == ["Jon", "Zoë"])
+            #expect(Set(typed.map(\.modelId)) == Set(keyed.map(\.modelId)))
+            let nested = try Person.query()
+                .filter(.where(\.friend, .where(\.friend, .where(\.name, .equals("Émile"))))).results()
+            #expect(nested.map(\.name) == ["Zoë"])
+            let mixed = try Person.query().filter(.where(\.friend, .where("home.city", .beginsWith("Ber")))).results()
+            #expect(mixed.map(\.name) == ["José"])
+            #expect(throws: QueryError.self) {
+                try Person.query().filter(.where(\.friend, .where("rank", .equals(1)))).results()
+            }
+        }
+    }
+
+    @Test("A typed predicate matches when any model of a to-many reference satisfies it")
+    func toMany() throws {
+        try inFreshContext { (_) throws in
+            let author = Author.instance()
+            author.name = "Jon"
+            let other = Author.instance()
+            other.name = "Ann"
+            for title in ["Swift", "Objective-C"] {
+                let post = Post.instance()
+                post.title = title
+                author.posts.append(post)
+            }
+            let post = Post.instance()
+            post.title = "Rust"
+            other.posts.append(post)
+            let found = try Author.query().filter(.where(\.posts, any: .where(\.title, .beginsWith("Obj")))).results()
+            #expect(found.map(\.name) == ["Jon"])
+            #expect(try Author.query().filter(.where(\.posts, any: .where(\.title, .equals("Go")))).count() == 0)
+            post.removeFromContext()
+            #expect(try Author.query().filter(.where(\.posts, any: .where(\.title, .equals("Rust")))).count() == 0)
+        }
+    }
+}

@@ -20,6 +20,10 @@ public struct ModelPredicate<M: Model> {
         case typed((M) -> Bool, IndexProbe<M>?)
         /// A condition on the value at a string key (a dotted path).
         case keyed(path: [String], condition: QueryCondition)
+        /// A predicate on the models a reference property leads to: a maker of the test (one per
+        /// run, since a test holds a reader's per-run state), and the check of the referenced
+        /// type's predicate against its type.
+        case related(make: () -> (M) throws -> Bool, validate: () throws -> Void)
         case and([Node])
         case or([Node])
         case not(Node)
@@ -72,6 +76,53 @@ public struct ModelPredicate<M: Model> {
                 }, nil))
     }
 
+    /// The model the to-one reference at `keyPath` leads to satisfies `predicate`: typed
+    /// conditions through references, such as posts whose author is over 30:
+    ///
+    /// ```swift
+    /// Post.query().filter(.where(\.author, .where(\.age, .greaterThan(30))))
+    /// ```
+    ///
+    /// A reference to no model (or to a model no longer in a context) doesn't match.
+    public static func `where`<Target: Model>(
+        _ keyPath: KeyPath<M.Properties, ModelRef<Target>>, _ predicate: ModelPredicate<Target>
+    ) -> Self {
+        let node = predicate.node
+        return Self(
+            .related(
+                make: {
+                    let test = node.compiled(reader: PropertyValues<Target>())
+                    return { model in
+                        guard let target = model.storage.values[keyPath: keyPath].target(lookupIn: model.storage.lookupContext)
+                        else { return false }
+                        return try test(target)
+                    }
+                }, validate: { try node.validate(Target.self) }))
+    }
+
+    /// At least one model of the to-many reference at `keyPath` satisfies `predicate`:
+    ///
+    /// ```swift
+    /// Author.query().filter(.where(\.posts, any: .where(\.title, .beginsWith("Swift"))))
+    /// ```
+    public static func `where`<Target: Model>(
+        _ keyPath: KeyPath<M.Properties, ModelArray<Target>>, any predicate: ModelPredicate<Target>
+    ) -> Self {
+        let node = predicate.node
+        return Self(
+            .related(
+                make: {
+                    let test = node.compiled(reader: PropertyValues<Target>())
+                    return { model in
+                        let context = model.storage.lookupContext
+                        for reference in model.storage.values[keyPath: keyPath].references {
+                            if let target = reference.target(lookupIn: context), try test(target) { return true }
+                        }
+                        return false
+                    }
+                }, validate: { try node.validate(Target.self) }))
+    }
+
     /// The property at `key` satisfies `condition`. `key` may be a dotted path through nested
     /// structs and references: `"address.city"`, `"author.age"`.
     public static func `where`(_ key: String, _ condition: QueryCondition) -> Self {
@@ -121,10 +172,16 @@ public struct ModelPredicate<M: Model> {
 }
 
 extension ModelPredicate.Node {
+    /// Checks the predicate against `M`'s default values (see `validate(template:modelName:)`).
+    func validate(_ type: M.Type) throws {
+        let template: ModelValue.Object? = if case .object(let object)? = DefaultValues.of(M.self) { object } else { nil }
+        try validate(template: template, modelName: M.modelName)
+    }
+
     /// Whether any condition needs the string-key reader (and so the encoded properties).
     var usesKeys: Bool {
         switch self {
-        case .always, .typed: return false
+        case .always, .typed, .related: return false
         case .keyed: return true
         case .and(let nodes), .or(let nodes): return nodes.contains { $0.usesKeys }
         case .not(let node): return node.usesKeys
@@ -136,6 +193,7 @@ extension ModelPredicate.Node {
     func validate(template: ModelValue.Object?, modelName: String) throws {
         switch self {
         case .always, .typed: return
+        case .related(_, let validate): try validate()
         case .and(let nodes), .or(let nodes): try nodes.forEach { try $0.validate(template: template, modelName: modelName) }
         case .not(let node): try node.validate(template: template, modelName: modelName)
         case .keyed(let path, let condition):
@@ -169,6 +227,8 @@ extension ModelPredicate.Node {
             return { _ in true }
         case .typed(let test, _):
             return test
+        case .related(let make, _):
+            return make()
         case .and(let nodes):
             let parts = nodes.map { $0.compiled(reader: reader, indexes: indexes) }
             return { model in
