@@ -268,7 +268,7 @@ extension Model {
         }
         // Indexes re-read the model at their next use. (In the listening case above the model
         // stays on this slow path, so every write comes here.)
-        context?.noteIndexedWrite(self)
+        if let context, context.hasIndexes { context.noteIndexedWrite(self) }
         if tell {
             ObservationSlots.willSet(storage.box)
             pending.toldRegistrar = true
@@ -277,9 +277,15 @@ extension Model {
     }
 
     /// The slow path after a write: tells the registrar, and reports the change if wanted.
-    @usableFromInline func _didChange(_ pending: PendingChange<Properties>) {
+    /// Specialized like `_willChange`; the reporting itself is out of line.
+    @inlinable func _didChange(_ pending: PendingChange<Properties>) {
         if pending.toldRegistrar { ObservationSlots.didSet(storage.box) }
         guard let before = pending.before else { return }
+        _reportWrite(since: before)
+    }
+
+    /// Reports what a write changed, to everybody listening to each write.
+    @usableFromInline func _reportWrite(since before: Properties) {
         let changes = ModelChanges.between(Self.encoded(before), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
         report(changes, batched: false)

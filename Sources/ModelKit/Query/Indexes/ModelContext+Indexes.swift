@@ -122,6 +122,9 @@ extension ModelContext {
         indexRegistry.withIndexes(of: M.self) { $0.count }
     }
 
+    /// Whether the context has any index (a quick check before the generic call below).
+    @usableFromInline var hasIndexes: Bool { !indexRegistry.isEmpty }
+
     /// Tells the indexes of `model`'s type that its properties may have changed.
     @usableFromInline func noteIndexedWrite<M: Model>(_ model: M) {
         guard !indexRegistry.isEmpty else { return }
