@@ -198,3 +198,27 @@ struct ReferenceTests {
         #expect(ModelArray([Post(), Post()]) != ModelArray<Post>())
     }
 }
+
+@Suite("Model arrays while models go away")
+struct ModelArrayIterationTests {
+    @Test("Removing a later element's model inside a for-in loop skips it instead of trapping")
+    func removeDuringIteration() {
+        inFreshContext { _ in
+            let author = Author.instance()
+            let posts = (0..<4).map { index -> Post in
+                let post = Post.instance()
+                post.title = "p\(index)"
+                author.posts.append(post)
+                return post
+            }
+            var seen: [String] = []
+            for post in author.posts {
+                seen.append(post.title)
+                if post === posts[0] { posts[1].removeFromContext() }
+            }
+            #expect(seen == ["p0", "p2", "p3"])
+            #expect(author.posts.map(\.title) == ["p0", "p2", "p3"])
+            #expect(author.posts.models.count == 3)
+        }
+    }
+}

@@ -107,6 +107,32 @@ extension ModelArray: BidirectionalCollection {
     }
 }
 
+extension ModelArray {
+    /// Iterates the live elements, resolving each reference when it is reached. A model removed
+    /// from its context while a loop runs (by the loop's own body, say) is skipped rather than
+    /// trapping on an index computed before the removal, as the default iterator would.
+    public struct Iterator: IteratorProtocol {
+        let array: ModelArray
+        var raw = 0
+
+        public mutating func next() -> Element? {
+            while raw < array.references.count {
+                let element = array.resolve(at: raw)
+                raw += 1
+                if let element { return element }
+            }
+            return nil
+        }
+    }
+
+    /// An iterator over the live elements.
+    ///
+    /// - Complexity: O(1); a whole iteration is O(n).
+    public func makeIterator() -> Iterator {
+        Iterator(array: self)
+    }
+}
+
 extension ModelArray: RangeReplaceableCollection {
     /// Replaces the references in `subrange` with references to `newElements`. Models that have
     /// never been in a context join the array's context.
