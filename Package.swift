@@ -22,7 +22,7 @@ let package = Package(
         // Killed mid-write, over and over, by the atomic-write test.
         .executableTarget(
             name: "PersistenceWriterChild",
-            dependencies: ["ModelKit"],
+            dependencies: ["ModelKit", "ModelKitTestSupport"],
             path: "Tests/PersistenceWriterChild"
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -7,25 +8,6 @@ import Testing
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-// The same model types as the writer child (Tests/PersistenceWriterChild), registered under the
-// same names, to read its files.
-final class Generation: Model {
-    struct Properties: Codable {
-        var number = 0
-        var items = ModelArray<Item>()
-    }
-    var storage = ModelStorage(Properties())
-}
-
-final class Item: Model {
-    struct Properties: Codable {
-        var generation = 0
-        var text = ""
-        var owner = ModelRef<Generation>()
-    }
-    var storage = ModelStorage(Properties())
-}
 
 @Suite("Atomic writes")
 struct AtomicWriteTests {

@@ -10,7 +10,7 @@ final class Profile: Model, PropertyRenaming {
         var email = ""
         var theme = "light"
     }
-    var storage = ModelStorage(Properties())
+    let storage = ModelStorage(Properties())
     static var renamedProperties: [String: String] { ["fullName": "name"] }
 }
 

@@ -2,23 +2,7 @@
 // until it is killed. Usage: PersistenceWriterChild <path> <json|bplist> <first generation>
 import Foundation
 import ModelKit
-
-final class Generation: Model {
-    struct Properties: Codable {
-        var number = 0
-        var items = ModelArray<Item>()
-    }
-    var storage = ModelStorage(Properties())
-}
-
-final class Item: Model {
-    struct Properties: Codable {
-        var generation = 0
-        var text = ""
-        var owner = ModelRef<Generation>()
-    }
-    var storage = ModelStorage(Properties())
-}
+import ModelKitTestSupport
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4, let first = Int(arguments[3]) else {

@@ -174,18 +174,12 @@ public struct ModelPredicate<M: Model> {
 extension ModelPredicate.Node {
     /// Checks the predicate against `M`'s default values (see `validate(template:modelName:)`).
     func validate(_ type: M.Type) throws {
-        let template: ModelValue.Object? = if case .object(let object)? = DefaultValues.of(M.self) { object } else { nil }
-        try validate(template: template, modelName: M.modelName)
+        try validate(template: Self.template, modelName: M.modelName)
     }
 
-    /// Whether any condition needs the string-key reader (and so the encoded properties).
-    var usesKeys: Bool {
-        switch self {
-        case .always, .typed, .related: return false
-        case .keyed: return true
-        case .and(let nodes), .or(let nodes): return nodes.contains { $0.usesKeys }
-        case .not(let node): return node.usesKeys
-        }
+    /// `M`'s default values, encoded: what keys and kinds are checked against.
+    static var template: ModelValue.Object? {
+        if case .object(let object)? = DefaultValues.of(M.self) { object } else { nil }
     }
 
     /// Checks every keyed condition against the model type before any model is read: unknown

@@ -193,9 +193,7 @@ struct LayoutProbe: Decoder {
 
     /// A real decoder over the default instance's encoded value here.
     func fallback() -> PropertyDecoder {
-        PropertyDecoder(
-            value: template ?? .null, defaults: template,
-            reader: GraphReader(context: ModelContext(), options: DeserializationOptions()), codingPath: [], depth: 1)
+        PropertyDecoder.forTemplate(template)
     }
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {

@@ -51,8 +51,7 @@ extension Query {
     private func scan(_ body: (M) -> Void) throws(QueryError) {
         try guarded {
             let node = predicate.node
-            let template: ModelValue.Object? =
-                if case .object(let object)? = DefaultValues.of(M.self) { object } else { nil }
+            let template = ModelPredicate<M>.Node.template
             try node.validate(template: template, modelName: M.modelName)
             for key in sortKeys { try validate(key, template: template) }
             let context = self.context ?? ModelContext.current
