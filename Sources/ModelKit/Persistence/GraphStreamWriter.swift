@@ -11,12 +11,23 @@ final class GraphStreamWriter {
     // written or read, one instance is used by one thread, and the dynamic checks cost more than
     // the work they guard.
     let sink: GraphSink
+    /// The position of every model written or queued so far, by id.
+    @exclusivity(unchecked) var positions = ModelIDTable()
+    /// Models queued by reaching them, which are written after the context's own (positions
+    /// from `queueBase` on), and their identities, to catch two instances with one id.
     @exclusivity(unchecked) private var queue: [any Model] = []
-    @exclusivity(unchecked) private var positions: [ModelID: (index: Int, object: ObjectIdentifier)] = [:]
-    /// The object id of each queued model, so that pointers to it need not read its storage.
-    @exclusivity(unchecked) private var objectIds: [String?] = []
+    @exclusivity(unchecked) private var queued: [ObjectIdentifier] = []
+    /// The position of the first model in `queue`: 0 when writing a subgraph; the number of
+    /// models in the context when writing a context.
+    @exclusivity(unchecked) var queueBase = 0
+    /// The object ids of the models that have one, by position, so that pointers to a model need
+    /// not read its storage. Most models have none.
+    @exclusivity(unchecked) var objectIds: [Int: String] = [:]
+    /// When writing a whole context: that context. Every model with a position below
+    /// `queueBase` is one of its models, and a reference whose id is there points to it.
+    @exclusivity(unchecked) var writtenContext: ModelContext?
     /// The context of the model being written: its references resolve there.
-    private(set) weak var ownerContext: ModelContext?
+    @exclusivity(unchecked) var ownerContext: ModelContext?
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
@@ -26,20 +37,19 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) private var lastType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastName = ""
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
-    private static var propertiesPath: [any CodingKey] { [IndexKey(stringValue: "properties")] }
+    /// The last type checked for being a reference, and the answer (a cast costs a lookup).
+    @exclusivity(unchecked) fileprivate var lastValueType: ObjectIdentifier?
+    @exclusivity(unchecked) fileprivate var lastReferenceType: (any StreamReference.Type)?
+    private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
 
     init(sink: GraphSink) {
         self.sink = sink
     }
 
-    /// Writes the envelope and every model reachable from `roots`, the roots first.
+    /// Writes the envelope, then the models `body` writes, then every model they reach.
     ///
     /// - Returns: The number of models written.
-    ///
-    /// - Parameter identities: The id and object id of each root, when the caller knows them
-    ///   (a context's identity map does), so that queuing a root need not read its storage.
-    @discardableResult
-    func writeDocument(roots: [any Model], identities: [(id: ModelID, objectId: String?)]? = nil) throws -> Int {
+    func writeDocument(_ body: () throws -> Void) throws -> Int {
         sink.beginObject()
         sink.key("format")
         sink.string(Envelope.formatName)
@@ -49,19 +59,11 @@ final class GraphStreamWriter {
         sink.string(Envelope.writtenBy)
         sink.key("models")
         sink.beginArray()
-        queue.reserveCapacity(roots.count)
-        positions.reserveCapacity(roots.count)
-        if let identities {
-            for (root, identity) in zip(roots, identities) {
-                try enqueueModel(root, id: identity.id, objectId: identity.objectId)
-            }
-        } else {
-            for root in roots { try enqueue(root) }
-        }
+        try body()
         var next = 0
         while next < queue.count {
             let model = queue[next]
-            try writeModel(model, index: next)
+            try writeModel(model, index: queueBase + next)
             next += 1
             try sink.buffer.flushIfNeeded()
         }
@@ -69,11 +71,22 @@ final class GraphStreamWriter {
         sink.endObject()
         try sink.finish()
         try sink.buffer.flush()
-        return queue.count
+        return queueBase + queue.count
+    }
+
+    /// Writes the envelope and every model reachable from `roots`, the roots first.
+    ///
+    /// - Returns: The number of models written.
+    @discardableResult
+    func writeDocument(roots: [any Model]) throws -> Int {
+        try writeDocument {
+            queue.reserveCapacity(roots.count)
+            for root in roots { try enqueue(root) }
+        }
     }
 
     @discardableResult
-    private func enqueue(_ model: any Model) throws -> Int {
+    func enqueue(_ model: any Model) throws -> Int {
         try enqueueRoot(model)
     }
 
@@ -85,24 +98,25 @@ final class GraphStreamWriter {
     /// Queues `model` (whose id is `id`) if it is new to this graph; returns its position.
     @discardableResult
     private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?) throws -> Int {
-        let object = ObjectIdentifier(model)
-        let next = queue.count
-        let known = positions[id, default: (next, object)]
-        if known.index == next {
-            positions[id] = known
+        let next = queueBase + queue.count
+        let known = positions.insert(id, value: next)
+        if known == next {
             queue.append(model)
-            objectIds.append(objectId)
+            queued.append(ObjectIdentifier(model))
+            if let objectId { objectIds[next] = objectId }
             return next
         }
-        guard known.object == object else {
+        // A model of the written context is its context's instance; the others must be the
+        // instance queued first.
+        guard known < queueBase || queued[known - queueBase] == ObjectIdentifier(model) else {
             throw SerializationError(
                 .duplicateModelId, modelIndex: next, modelName: M.modelName,
                 expected: "one instance per model id in a graph", found: "two different instances with model id \(id)")
         }
-        return known.index
+        return known
     }
 
-    private func name<M: Model>(of type: M.Type) -> String {
+    func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
         if key == lastType { return lastName }
         let name = names[key] ?? ModelRegistry.name(of: type)
@@ -112,21 +126,21 @@ final class GraphStreamWriter {
         return name
     }
 
-    private func writeModel<M: Model>(_ model: M, index: Int) throws {
+    func writeModel<M: Model>(_ model: M, index: Int) throws {
         let name = name(of: M.self)
         // One read of the storage: each read through the protocol copies it.
         let storage = model.storage
         _ = storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = storage.metadata
-        ownerContext = storage.lookupContext
+        ownerContext = writtenContext ?? storage.lookupContext
         // Later pointers to this model use its actual object id.
-        objectIds[index] = metadata.objectId
+        if metadata.objectId != nil || !objectIds.isEmpty { objectIds[index] = metadata.objectId }
         sink.beginModel(
             name: name, id: metadata.modelId, objectId: metadata.objectId, createdAt: metadata.createdAt,
             updatedAt: metadata.updatedAt)
         do {
             let checkpoint = sink.checkpoint()
-            let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: Self.propertiesPath)
+            let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: propertiesPath)
             do {
                 try storage.values.encode(to: encoder)
             } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
@@ -166,14 +180,22 @@ final class GraphStreamWriter {
         writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
-    /// Writes the pointer for `reference` if its target is already queued as the very instance
-    /// the reference remembers; returns `false` otherwise. A queued instance is known to be live,
-    /// so this skips resolving the reference, which reads the target's storage.
-    func pointerToQueued<M: Model>(_ reference: ModelRef<M>) -> Bool {
-        guard let id = reference.id, let known = positions[id], let cached = reference.cached,
-            known.object == ObjectIdentifier(cached)
-        else { return false }
-        writePointer(name: name(of: M.self), id: id, objectId: objectIds[known.index])
+    /// Writes the pointer for the reference at `reference` if its target is already queued;
+    /// returns `false` otherwise. Skipping the resolution matters: loading a weak reference costs
+    /// more than writing the pointer.
+    ///
+    /// A target with a position in the written context is that context's model with the id,
+    /// which is where the reference resolves. A target queued by reaching it must be the very
+    /// instance the reference remembers (else it resolves afresh, and a second instance with the
+    /// id is an error).
+    func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>) -> Bool {
+        guard let id = reference.pointee.id, let known = positions.value(for: id) else { return false }
+        if known >= queueBase {
+            guard let cached = reference.pointee.cached, queued[known - queueBase] == ObjectIdentifier(cached) else {
+                return false
+            }
+        }
+        writePointer(name: name(of: M.self), id: id, objectId: objectIds.isEmpty ? nil : objectIds[known])
         return true
     }
 
@@ -279,9 +301,9 @@ final class GraphStreamWriter {
             for number in unsafeBitCast(value, to: [Double].self) { sink.double(number) }
             return sink.endArray()
         }
-        if let reference = value as? any StreamReference {
+        if let referenceType = streamReferenceType(of: T.self) {
             do {
-                return try reference.writePointers(with: self)
+                return try withUnsafePointer(to: value) { try referenceType.writePointers(at: UnsafeRawPointer($0), with: self) }
             } catch let error as SerializationError where error.path.isEmpty {
                 throw SerializationError(error.code, path: describe(path()), expected: error.expected, found: error.found)
             }
@@ -305,26 +327,46 @@ final class GraphStreamWriter {
 }
 
 /// References write themselves as pointers (and queue their targets) instead of encoding.
+///
+/// The value is passed by address: copying a reference copies its weak reference, which costs
+/// more than writing it.
 protocol StreamReference {
-    func writePointers(with writer: GraphStreamWriter) throws
+    static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws
+}
+
+extension GraphStreamWriter {
+    /// `type` as a ``StreamReference`` type, or `nil`; remembers the last answer, as values of
+    /// one type tend to come in runs and the cast looks up conformances.
+    @inline(__always) fileprivate func streamReferenceType<T>(of type: T.Type) -> (any StreamReference.Type)? {
+        let key = ObjectIdentifier(type)
+        if key != lastValueType {
+            lastValueType = key
+            lastReferenceType = type as? any StreamReference.Type
+        }
+        return lastReferenceType
+    }
 }
 
 extension ModelRef: StreamReference {
-    func writePointers(with writer: GraphStreamWriter) throws {
-        if writer.pointerToQueued(self) { return }
-        guard let target = target(lookupIn: writer.ownerContext) else { return writer.sink.null() }
+    static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
+        let reference = value.assumingMemoryBound(to: ModelRef.self)
+        if writer.pointerToQueued(reference) { return }
+        guard let target = reference.pointee.target(lookupIn: writer.ownerContext) else { return writer.sink.null() }
         try writer.pointer(to: target)
     }
 }
 
 extension ModelArray: StreamReference {
-    func writePointers(with writer: GraphStreamWriter) throws {
+    static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
         writer.sink.beginArray()
         let context = writer.ownerContext
-        for reference in references {
-            if writer.pointerToQueued(reference) { continue }
-            guard let target = reference.target(lookupIn: context) else { continue }
-            try writer.pointer(to: target)
+        try value.assumingMemoryBound(to: ModelArray.self).pointee.references.withUnsafeBufferPointer { references in
+            guard let base = references.baseAddress else { return }
+            for offset in references.indices {
+                if writer.pointerToQueued(base + offset) { continue }
+                guard let target = base[offset].target(lookupIn: context) else { continue }
+                try writer.pointer(to: target)
+            }
         }
         writer.sink.endArray()
     }

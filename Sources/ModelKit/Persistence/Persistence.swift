@@ -2,31 +2,25 @@ import Foundation
 
 /// Writing and reading persisted files and data: the shared implementation of the public API.
 enum Persistence {
-    /// What to write: the models to start from, with their identities when known.
-    struct Roots {
-        var models: [any Model]
-        var identities: [(id: ModelID, objectId: String?)]?
+    /// What to write: every model of a context, or the models reachable from some roots.
+    enum Roots {
+        case context(ModelContext)
+        case models([any Model])
 
         init(_ models: [any Model]) {
-            self.models = models
+            self = .models(models)
         }
 
-        /// Every model in `context`, with ids and object ids from its identity map (reading them
-        /// from each model would copy each model's storage).
         init(context: ModelContext) {
-            var entries: [(model: any Model, id: ModelID, objectId: String?)] = []
-            context.registry.withLock { registry in
-                var objectIds: [ObjectIdentifier: String] = [:]
-                for (key, model) in registry.objectIds { objectIds[ObjectIdentifier(model)] = key.objectId }
-                entries.reserveCapacity(registry.models.count)
-                for (id, model) in registry.models { entries.append((model, id, objectIds[ObjectIdentifier(model)])) }
+            self = .context(context)
+        }
+
+        @discardableResult
+        func write(with writer: GraphStreamWriter) throws -> Int {
+            switch self {
+            case .context(let context): try writer.writeDocument(context: context)
+            case .models(let models): try writer.writeDocument(roots: models)
             }
-            // In id order rather than hash order: the file comes out the same for the same
-            // contents, and ids made by one process grow with creation, so models are visited
-            // roughly in the order they sit in memory.
-            entries.sort { $0.id < $1.id }
-            models = entries.map(\.model)
-            identities = entries.map { ($0.id, $0.objectId) }
         }
     }
 
@@ -34,10 +28,9 @@ enum Persistence {
     static func encode(_ roots: Roots, format: PersistenceFormat, into buffer: OutputBuffer) throws {
         switch format {
         case .json:
-            try GraphStreamWriter(sink: JSONSink(buffer: buffer)).writeDocument(roots: roots.models, identities: roots.identities)
+            try roots.write(with: GraphStreamWriter(sink: JSONSink(buffer: buffer)))
         case .binaryPropertyList:
-            try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer)).writeDocument(
-                roots: roots.models, identities: roots.identities)
+            try roots.write(with: GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer)))
         case .xmlPropertyList:
             let xml = try data(roots, format: .xmlPropertyList)
             xml.withUnsafeBytes { buffer.append($0) }
@@ -47,8 +40,7 @@ enum Persistence {
     /// A binary property list with exact dates, for conversion to XML.
     private static func binaryForXML(_ roots: Roots) throws -> Data {
         let buffer = OutputBuffer(descriptor: nil)
-        try GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer, exactDates: true)).writeDocument(
-            roots: roots.models, identities: roots.identities)
+        try roots.write(with: GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer, exactDates: true)))
         return buffer.takeData()
     }
 
