@@ -132,7 +132,9 @@ final class GraphStreamWriter {
         let storage = model.storage
         _ = storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = storage.metadata
-        ownerContext = writtenContext ?? storage.lookupContext
+        // A whole context's models all resolve there (set once: a context is weakly referenced,
+        // which makes retaining it slow).
+        if writtenContext == nil { ownerContext = storage.lookupContext }
         // Later pointers to this model use its actual object id.
         if metadata.objectId != nil || !objectIds.isEmpty { objectIds[index] = metadata.objectId }
         sink.beginModel(
@@ -142,7 +144,10 @@ final class GraphStreamWriter {
             let checkpoint = sink.checkpoint()
             let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: propertiesPath)
             do {
-                try storage.values.encode(to: encoder)
+                // Encoded in place: a copy of the properties would copy every weak reference in them.
+                try storage.box.withValuesPointer { values in
+                    try values.assumingMemoryBound(to: M.Properties.self).pointee.encode(to: encoder)
+                }
             } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
                 // Reported below: the model is written the slow way.
             }
