@@ -5,6 +5,11 @@
 /// than the rest of a lookup. Ids are already well spread (a random process prefix, a counter), so
 /// one multiplication mixes them enough; the table probes linearly in one flat allocation.
 ///
+/// At a million models the table is far larger than the caches, and a lookup is one cache miss.
+/// Ids made one after the other (a counter) are often looked up one after the other too (a post
+/// after post pointing to author after author), so runs of eight consecutive counter values share
+/// a home block of eight slots: three cache lines instead of eight.
+///
 /// Not copyable: one owner frees the memory.
 struct ModelIDTable: ~Copyable {
     private struct Slot {
@@ -35,9 +40,9 @@ struct ModelIDTable: ~Copyable {
     }
 
     @inline(__always) private func home(of id: ModelID) -> Int {
-        // Fibonacci hashing of both halves: sequential counters land far apart.
-        let mixed = (id.low ^ (id.high &* 0xD6E8_FEB8_6659_FD93)) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: mixed >> shift)
+        // Fibonacci hashing of both halves picks the block; the low three bits pick the slot in it.
+        let mixed = ((id.low >> 3) ^ (id.high &* 0xD6E8_FEB8_6659_FD93)) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: (mixed >> shift) ^ (id.low & 7)) & mask
     }
 
     /// The value stored for `id`, or `nil`.

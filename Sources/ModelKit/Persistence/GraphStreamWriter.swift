@@ -144,10 +144,8 @@ final class GraphStreamWriter {
             let checkpoint = sink.checkpoint()
             let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: propertiesPath)
             do {
-                // Encoded in place: a copy of the properties would copy every weak reference in them.
-                try storage.box.withValuesPointer { values in
-                    try values.assumingMemoryBound(to: M.Properties.self).pointee.encode(to: encoder)
-                }
+                // Encoded in place (see `encodeInPlace(to:)`).
+                try storage.box.values.encodeInPlace(to: encoder)
             } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
                 // Reported below: the model is written the slow way.
             }
@@ -194,7 +192,14 @@ final class GraphStreamWriter {
     /// instance the reference remembers (else it resolves afresh, and a second instance with the
     /// id is an error).
     func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>) -> Bool {
-        guard let id = reference.pointee.id, let known = positions.value(for: id) else { return false }
+        guard let id = reference.pointee.id else { return false }
+        return pointerToQueued(reference, id: id, at: positions.value(for: id))
+    }
+
+    /// ``pointerToQueued(_:)`` for a reference to `id`, which has the position `known`.
+    @inline(__always)
+    func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>, id: ModelID, at known: Int?) -> Bool {
+        guard let known else { return false }
         if known >= queueBase {
             guard let cached = reference.pointee.cached, queued[known - queueBase] == ObjectIdentifier(cached) else {
                 return false
@@ -331,6 +336,17 @@ final class GraphStreamWriter {
     }
 }
 
+extension Encodable {
+    /// `encode(to:)` on a value in place. Calling it on a value stored in a class makes the
+    /// compiler copy the value first (the class could change it during the call), and copying
+    /// properties copies every weak reference in them, which costs an atomic operation each. An
+    /// `inout` value is exclusively the callee's, so it is passed by address as it is. Nothing is
+    /// written to it.
+    @inline(__always) fileprivate mutating func encodeInPlace(to encoder: any Encoder) throws {
+        try encode(to: encoder)
+    }
+}
+
 /// References write themselves as pointers (and queue their targets) instead of encoding.
 ///
 /// The value is passed by address: copying a reference copies its weak reference, which costs
@@ -367,10 +383,25 @@ extension ModelArray: StreamReference {
         let context = writer.ownerContext
         try value.assumingMemoryBound(to: ModelArray.self).pointee.references.withUnsafeBufferPointer { references in
             guard let base = references.baseAddress else { return }
-            for offset in references.indices {
-                if writer.pointerToQueued(base + offset) { continue }
-                guard let target = base[offset].target(lookupIn: context) else { continue }
-                try writer.pointer(to: target)
+            // Look up a run of elements before writing any of them: the lookups are independent,
+            // so their cache misses overlap instead of coming one after the other.
+            try withUnsafeTemporaryAllocation(of: Int.self, capacity: 16) { found in
+                var start = 0
+                while start < references.count {
+                    let end = Swift.min(start + 16, references.count)
+                    for offset in start..<end {
+                        found[offset - start] = base[offset].id.flatMap { writer.positions.value(for: $0) } ?? -1
+                    }
+                    for offset in start..<end {
+                        let known = found[offset - start]
+                        if let id = base[offset].id, writer.pointerToQueued(base + offset, id: id, at: known < 0 ? nil : known) {
+                            continue
+                        }
+                        guard let target = base[offset].target(lookupIn: context) else { continue }
+                        try writer.pointer(to: target)
+                    }
+                    start = end
+                }
             }
         }
         writer.sink.endArray()
