@@ -120,4 +120,18 @@ struct ContextWriteTests {
         let loaded = try #require(target.model(VeryConvolutedExample.self, modelId: loop.modelId))
         #expect(loaded.storage.properties.circular.resolve(in: target) === loaded)
     }
+
+    @Test("nil optionals are written as null, not left out, by the tree and the streaming encoders")
+    func nilAsNull() throws {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        author.birthday = nil
+        author.avatarURL = nil
+        let tree = try author.properties
+        #expect(tree["birthday"] == .null)
+        #expect(tree["avatarURL"] == .null)
+        let text = String(decoding: try context.data(format: .json), as: UTF8.self)
+        #expect(text.contains(#""birthday":null"#))
+        #expect(text.contains(#""avatarURL":null"#))
+    }
 }

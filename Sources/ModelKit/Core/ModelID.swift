@@ -102,21 +102,31 @@ extension ModelID: LosslessStringConvertible, CustomStringConvertible {
 
     /// The `8-4-4-4-12` uppercase hexadecimal form, as `UUID.uuidString` writes it.
     public var description: String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            guard let base = buffer.baseAddress else { return 0 }
+            writeText(to: base)
+            return 36
+        }
+    }
+}
+
+extension ModelID {
+    /// Writes the 36-character uppercase text form into `target`, which has room for it.
+    @inline(__always) func writeText(to target: UnsafeMutablePointer<UInt8>) {
         let hex: StaticString = "0123456789ABCDEF"
-        let high = high, low = low
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            var position = 0
-            for digit in 0..<32 {
-                if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
-                    buffer[position] = UInt8(ascii: "-")
-                    position += 1
-                }
-                let word = digit < 16 ? high : low
-                let shift = UInt64(60 - 4 * (digit % 16))
-                buffer[position] = hex.utf8Start[Int((word >> shift) & 0xF)]
+        let digits = hex.utf8Start
+        var position = 0
+        // Two hex digits per byte, with dashes before bytes 4, 6, 8 and 10.
+        for byte in 0..<16 {
+            if byte == 4 || byte == 6 || byte == 8 || byte == 10 {
+                target[position] = UInt8(ascii: "-")
                 position += 1
             }
-            return position
+            let word = byte < 8 ? high : low
+            let value = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * (byte & 7))) & 0xFF
+            target[position] = digits[value >> 4]
+            target[position + 1] = digits[value & 0xF]
+            position += 2
         }
     }
 }

@@ -86,27 +86,6 @@ class GraphSink {
     }
 }
 
-extension ModelID {
-    /// Writes the 36-character uppercase text form into `target`, which has room for it.
-    @inline(__always) func writeText(to target: UnsafeMutablePointer<UInt8>) {
-        let hex: StaticString = "0123456789ABCDEF"
-        let digits = hex.utf8Start
-        var position = 0
-        // Two hex digits per byte, with dashes before bytes 4, 6, 8 and 10.
-        for byte in 0..<16 {
-            if byte == 4 || byte == 6 || byte == 8 || byte == 10 {
-                target[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            let word = byte < 8 ? high : low
-            let value = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * (byte & 7))) & 0xFF
-            target[position] = digits[value >> 4]
-            target[position + 1] = digits[value & 0xF]
-            position += 2
-        }
-    }
-}
-
 /// Writes the decimal digits of `value` to `buffer`.
 @inline(__always) func appendDecimal(_ value: UInt64, negative: Bool, to buffer: OutputBuffer) {
     buffer.reserve(21)

@@ -164,14 +164,8 @@ final class GraphStreamWriter {
                 for target in tree.queue { try enqueue(target) }
                 writeValue(value)
             }
-        } catch let error as SerializationError {
-            throw error.located(modelIndex: index, modelName: name)
-        } catch let error as EncodingError {
-            throw SerializationError(encodingError: error, modelIndex: index, modelName: name)
         } catch {
-            throw SerializationError(
-                .invalidValue, modelIndex: index, modelName: name, path: "properties", expected: "properties that encode",
-                found: "error \(error)")
+            throw SerializationError(encoding: error, modelIndex: index, modelName: name)
         }
         sink.endObject()
     }

@@ -55,7 +55,7 @@ final class ValueEncoder: Encoder {
     }
 }
 
-struct StreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+struct StreamKeyedContainer<Key: CodingKey>: NilAsNullKeyedContainer {
     let writer: GraphStreamWriter
     let level: Int
     let depth: Int
@@ -85,29 +85,6 @@ struct StreamKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         _ = try member(key)
         try writer.box(value, level: level + 1, depth: depth + 1, path: { codingPath + [key] })
-    }
-
-    // A nil optional is written as null, as the tree serializer does, so that a missing key
-    // always means "not in the data" and takes the property's default.
-    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try put(value, key) }
-    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { try put(value, key) }
-
-    private mutating func put<T: Encodable>(_ value: T?, _ key: Key) throws {
-        guard let value else { return try encodeNil(forKey: key) }
-        try encode(value, forKey: key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)

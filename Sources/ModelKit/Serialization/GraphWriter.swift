@@ -74,14 +74,8 @@ final class GraphWriter {
         let properties: ModelValue
         do {
             properties = try encodeProperties(model.storage.values)
-        } catch let error as SerializationError {
-            throw error.located(modelIndex: index, modelName: name)
-        } catch let error as EncodingError {
-            throw SerializationError(encodingError: error, modelIndex: index, modelName: name)
         } catch {
-            throw SerializationError(
-                .invalidValue, modelIndex: index, modelName: name, path: "properties", expected: "properties that encode",
-                found: "error \(error)")
+            throw SerializationError(encoding: error, modelIndex: index, modelName: name)
         }
         _ = model.storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = model.storage.metadata
@@ -107,6 +101,20 @@ final class GraphWriter {
 }
 
 extension SerializationError {
+    /// `error`, thrown while encoding the properties of the model at `modelIndex`, as a
+    /// serialization error that says where.
+    init(encoding error: any Error, modelIndex: Int, modelName: String) {
+        if let error = error as? SerializationError {
+            self = error.located(modelIndex: modelIndex, modelName: modelName)
+        } else if let error = error as? EncodingError {
+            self.init(encodingError: error, modelIndex: modelIndex, modelName: modelName)
+        } else {
+            self.init(
+                .invalidValue, modelIndex: modelIndex, modelName: modelName, path: "properties",
+                expected: "properties that encode", found: "error \(error)")
+        }
+    }
+
     init(encodingError: EncodingError, modelIndex: Int, modelName: String) {
         switch encodingError {
         case .invalidValue(let value, let context):

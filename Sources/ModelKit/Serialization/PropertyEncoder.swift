@@ -175,7 +175,7 @@ final class PropertyEncoder: Encoder {
         return .uint(UInt64(value))
     }
 
-    struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    struct KeyedContainer<Key: CodingKey>: NilAsNullKeyedContainer {
         let encoder: PropertyEncoder
         let object: EncodedObject
         let codingPath: [any CodingKey]
@@ -199,29 +199,6 @@ final class PropertyEncoder: Encoder {
         mutating func encode(_ value: UInt64, forKey key: Key) throws { put(encoder.integer(value), key) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
             object.set(try encoder.box(value, at: codingPath + [key]), for: key.stringValue)
-        }
-
-        // A nil optional is written as null (the default implementations would leave the key out),
-        // so a missing key always means "not in the data" and can take the property's default.
-        mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try put(value, key) }
-        mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { try put(value, key) }
-
-        private mutating func put<T: Encodable>(_ value: T?, _ key: Key) throws {
-            guard let value else { return put(.null, key) }
-            try encode(value, forKey: key)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
@@ -325,5 +302,35 @@ final class PropertyEncoder: Encoder {
         mutating func encode<T: Encodable>(_ value: T) throws {
             encoder.slot = try encoder.box(value, at: codingPath)
         }
+    }
+}
+
+/// A keyed container of ModelKit's encoders, which write a nil optional as null: the standard
+/// library's `encodeIfPresent` leaves the key out, and then a missing key could no longer mean
+/// "not in the data" and take the property's default when the model is read.
+protocol NilAsNullKeyedContainer: KeyedEncodingContainerProtocol {}
+
+extension NilAsNullKeyedContainer {
+    private mutating func encodeOrNull<T: Encodable>(_ value: T?, forKey key: Key) throws {
+        guard let value else { return try encodeNil(forKey: key) }
+        try encode(value, forKey: key)
+    }
+
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
+        try encodeOrNull(value, forKey: key)
     }
 }
