@@ -217,7 +217,13 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool {
-        try stringEquals(node, text.description)
+        // Keys and tags are ASCII strings: compare the bytes without making a String.
+        let offset = offset(of: node)
+        guard bytes[offset] >> 4 == 0x5 else { return try stringEquals(node, text.description) }
+        let (count, start) = try extent(node)
+        guard count == text.utf8CodeUnitCount else { return false }
+        try check(start, count)
+        return count == 0 || memcmp(bytes.baseAddress! + start, text.utf8Start, count) == 0
     }
 
     func date(_ node: Int) throws -> Double {

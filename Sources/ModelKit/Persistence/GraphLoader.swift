@@ -35,7 +35,11 @@ final class GraphLoader {
     let options: DeserializationOptions
     let source: any ModelSource
     @exclusivity(unchecked) private(set) var headers: [Header] = []
-    @exclusivity(unchecked) private var positions: [ModelID: Int] = [:]
+    @exclusivity(unchecked) private var positions = ModelIDTable()
+    /// Whether the context held no model when the load started: then no model of the data can be
+    /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
+    /// needs no lookup under the context's lock.
+    @exclusivity(unchecked) private var contextWasEmpty = false
     @exclusivity(unchecked) private var instances: [(any Model)?] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
@@ -47,6 +51,9 @@ final class GraphLoader {
     @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
     @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
+    /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
+    @exclusivity(unchecked) private var lastNamed: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastName = ""
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
 
@@ -59,8 +66,7 @@ final class GraphLoader {
     /// Adds a model's header, checking that its id is new to the data.
     func add(_ header: Header) throws {
         let index = headers.count
-        if let first = positions.updateValue(index, forKey: header.id) {
-            positions[header.id] = first
+        if let first = positions.insert(header.id, index: index) {
             throw SerializationError(
                 .duplicateModelId, modelIndex: index, modelName: header.name, path: "modelId",
                 expected: "a model id not used by another model in the data",
@@ -71,6 +77,7 @@ final class GraphLoader {
 
     /// Loads every model in the data into the context.
     func loadAll() throws {
+        contextWasEmpty = context.isEmpty
         try source.readHeaders(into: self)
         instances = Array(repeating: nil, count: headers.count)
         wasInContext = Array(repeating: false, count: headers.count)
@@ -80,6 +87,7 @@ final class GraphLoader {
 
     /// Loads every model and returns the first, which must be a `Root`.
     func load<Root: Model>(root: Root.Type) throws -> Root {
+        contextWasEmpty = context.isEmpty
         try source.readHeaders(into: self)
         guard !headers.isEmpty else {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
@@ -115,9 +123,10 @@ final class GraphLoader {
     /// The model name of `type`, cached: the registry takes a lock.
     private func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
-        if let name = names[key] { return name }
-        let name = ModelRegistry.name(of: type)
+        if key == lastNamed { return lastName }
+        let name = names[key] ?? ModelRegistry.name(of: type)
         names[key] = name
+        (lastNamed, lastName) = (key, name)
         return name
     }
 
@@ -169,7 +178,7 @@ final class GraphLoader {
         let header = headers[index]
         let name = name(of: M.self)
         guard header.name == name else { throw conflict(at: index, expected: M.self) }
-        if let existing = context.model(withId: header.id) {
+        if !contextWasEmpty, let existing = context.model(withId: header.id) {
             guard let typed = ModelContext.cast(existing, to: M.self) else {
                 throw SerializationError(
                     .modelTypeConflict, modelIndex: index, modelName: header.name, path: "modelId",
@@ -282,25 +291,47 @@ final class GraphLoader {
                 code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
                 found: found)
         }
-        guard let tag = try document.typeTag(of: pointer), try document.stringEquals(tag, "ModelPointer") else {
+        // One pass over the pointer's members rather than a search per key; the first of
+        // duplicate keys wins, as with `member(of:named:)`.
+        var tag: Int?
+        var nameNode: Int?
+        var idNode: Int?
+        var objectNode: Int?
+        if document.kind(of: pointer) == .object {
+            var cursor = document.startCursor(of: pointer)
+            for _ in 0..<(try document.count(of: pointer)) {
+                let (key, value) = try document.next(in: pointer, cursor: &cursor)
+                guard document.kind(of: key) == .string else { continue }
+                if try document.stringEquals(key, "modelId") {
+                    if idNode == nil { idNode = value }
+                } else if try document.stringEquals(key, "model") {
+                    if nameNode == nil { nameNode = value }
+                } else if try document.stringEquals(key, "__type") {
+                    if tag == nil { tag = value }
+                } else if try document.stringEquals(key, "objectId") {
+                    if objectNode == nil { objectNode = value }
+                }
+            }
+        }
+        guard let tag, document.kind(of: tag) == .string, try document.stringEquals(tag, "ModelPointer") else {
             throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
         }
         let expectedName = name(of: T.self)
-        guard let nameNode = try document.member(of: pointer, named: "model"), document.kind(of: nameNode) == .string else {
+        guard let nameNode, document.kind(of: nameNode) == .string else {
             throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
         }
         guard try document.stringEquals(nameNode, expectedName) else {
             throw fail(
                 .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
         }
-        guard let idNode = try document.member(of: pointer, named: "modelId"), document.kind(of: idNode) == .string else {
+        guard let idNode, document.kind(of: idNode) == .string else {
             throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")
         }
         guard let id = try document.modelId(idNode) else {
             throw fail(
                 .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
         }
-        if let index = positions[id] {
+        if let index = positions.index(of: id) {
             guard headers[index].name == expectedName else {
                 throw fail(
                     .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
@@ -315,9 +346,7 @@ final class GraphLoader {
                 "a pointer to \(expectedName) \(id), which is not in the data")
         case .placeholder:
             var objectId: String?
-            if let node = try document.member(of: pointer, named: "objectId"), document.kind(of: node) == .string {
-                objectId = try document.string(node)
-            }
+            if let objectNode, document.kind(of: objectNode) == .string { objectId = try document.string(objectNode) }
             return (try placeholder(T.self, id: id, objectId: objectId, path: path()), id)
         }
     }
