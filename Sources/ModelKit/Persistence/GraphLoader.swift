@@ -40,20 +40,35 @@ final class GraphLoader {
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
     /// needs no lookup under the context's lock.
     @exclusivity(unchecked) private var contextWasEmpty = false
-    @exclusivity(unchecked) private var instances: [(any Model)?] = []
+    /// The instance of each model, unretained: retaining and releasing a model (which has a
+    /// side table) for each pointer to it cost more than the rest of resolving the pointer.
+    /// `owned` keeps them alive.
+    @exclusivity(unchecked) private var instances: [Unmanaged<AnyObject>?] = []
+    /// The type each instance was made as; for a model whose type is not registered, the type of
+    /// the first pointer to it.
+    @exclusivity(unchecked) private var instanceTypes: [(any Model.Type)?] = []
+    @exclusivity(unchecked) private var owned: [AnyObject] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
     @exclusivity(unchecked) private var wasInContext: [Bool] = []
     @exclusivity(unchecked) private var placeholders: [ModelID: any Model] = [:]
     @exclusivity(unchecked) private var placeholderOrder: [any Model] = []
     @exclusivity(unchecked) private var updates: [() -> Void] = []
-    @exclusivity(unchecked) private var inserts: [ModelContext.LoadedModel] = []
+    /// The new models to register at commit, one batch per type.
+    @exclusivity(unchecked) private var batches: [any LoadedModelBatch] = []
+    @exclusivity(unchecked) private var batchIndex: [ObjectIdentifier: Int] = [:]
+    /// The batch last appended to, and its type: models of one type mostly come together.
+    @exclusivity(unchecked) private var lastBatchType: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastBatch: AnyObject?
     @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
     @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
     /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
     @exclusivity(unchecked) private var lastNamed: ObjectIdentifier?
     @exclusivity(unchecked) private var lastName = ""
+    /// The last name `type(named:)` found a type for, and the type.
+    @exclusivity(unchecked) private var lastTypeName = ""
+    @exclusivity(unchecked) private var lastType: (any Model.Type)?
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
 
@@ -80,6 +95,7 @@ final class GraphLoader {
         contextWasEmpty = context.isEmpty
         try source.readHeaders(into: self)
         instances = Array(repeating: nil, count: headers.count)
+        instanceTypes = Array(repeating: nil, count: headers.count)
         wasInContext = Array(repeating: false, count: headers.count)
         try decodeAll()
         commit()
@@ -93,8 +109,9 @@ final class GraphLoader {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
         }
         instances = Array(repeating: nil, count: headers.count)
+        instanceTypes = Array(repeating: nil, count: headers.count)
         wasInContext = Array(repeating: false, count: headers.count)
-        let rootInstance = try instantiate(Root.self, at: 0)
+        let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
         try decodeAll()
         commit()
         return rootInstance
@@ -104,7 +121,7 @@ final class GraphLoader {
         for update in updates { update() }
         // New models were marked as members of the context when they were filled in; the few
         // the context turns away (another thread inserted the same id meanwhile) are unmarked.
-        for model in context.registerLoaded(inserts) { Self.detach(model) }
+        for model in context.registerLoaded(batches) { Self.detach(model) }
         for model in placeholderOrder { insert(model) }
     }
 
@@ -131,6 +148,8 @@ final class GraphLoader {
     }
 
     private func type(named name: String) -> (any Model.Type)? {
+        if let lastType, name == lastTypeName { return lastType }
+        defer { (lastTypeName, lastType) = (name, types[name]) }
         if let known = types[name] { return known }
         let type = ModelRegistry.type(named: name)
         if let type { types[name] = type }
@@ -146,15 +165,15 @@ final class GraphLoader {
         while progress && remaining > 0 {
             progress = false
             for index in headers.indices where !decoded[index] {
-                let instance: any Model
-                if let staged = instances[index] {
-                    instance = staged
-                } else if let type = type(named: headers[index].name) {
-                    instance = try instantiate(type, at: index)
+                let type: any Model.Type
+                if let staged = instanceTypes[index] {
+                    type = staged
+                } else if let registered = self.type(named: headers[index].name) {
+                    type = registered
                 } else {
                     continue
                 }
-                try stage(instance, at: index)
+                try stage(type, at: index)
                 decoded[index] = true
                 remaining -= 1
                 progress = true
@@ -168,31 +187,59 @@ final class GraphLoader {
         }
     }
 
-    /// The instance for the model at `index`: the context's existing instance with that id, or a
-    /// new, unregistered one.
-    private func instantiate<M: Model>(_ type: M.Type, at index: Int) throws -> M {
+    /// The instance for the model at `index`, unretained: the context's existing instance with
+    /// that id, or a new, unregistered one. The loader keeps it alive until it is done.
+    private func instance<M: Model>(_ type: M.Type, at index: Int) throws -> Unmanaged<M> {
         if let staged = instances[index] {
-            guard let typed = ModelContext.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
+            guard let typed = Self.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
             return typed
         }
-        let header = headers[index]
         let name = name(of: M.self)
-        guard header.name == name else { throw conflict(at: index, expected: M.self) }
-        if !contextWasEmpty, let existing = context.model(withId: header.id) {
+        guard headers[index].name == name else { throw conflict(at: index, expected: M.self) }
+        if !contextWasEmpty, let existing = context.model(withId: headers[index].id) {
             guard let typed = ModelContext.cast(existing, to: M.self) else {
                 throw SerializationError(
-                    .modelTypeConflict, modelIndex: index, modelName: header.name, path: "modelId",
-                    expected: "model id \(header.id) to belong to a \(name)",
+                    .modelTypeConflict, modelIndex: index, modelName: headers[index].name, path: "modelId",
+                    expected: "model id \(headers[index].id) to belong to a \(name)",
                     found: "a \(Swift.type(of: existing).modelName) with that id in the context")
             }
-            instances[index] = typed
+            owned.append(typed)
+            instances[index] = Unmanaged.passUnretained(typed)
+            instanceTypes[index] = Swift.type(of: existing)
             wasInContext[index] = true
-            return typed
+            return Unmanaged.passUnretained(typed)
         }
         let model = M()
-        model.storage.metadata.modelId = header.id
-        instances[index] = model
-        return model
+        model.storage.metadata.modelId = headers[index].id
+        owned.append(model)
+        instances[index] = Unmanaged.passUnretained(model)
+        instanceTypes[index] = M.self
+        return Unmanaged.passUnretained(model)
+    }
+
+    /// `object as? M` for an unretained object, with a fast path for a final model class.
+    @inline(__always)
+    private static func cast<M: Model>(_ object: Unmanaged<AnyObject>, to type: M.Type) -> Unmanaged<M>? {
+        let exact = object._withUnsafeGuaranteedRef { ObjectIdentifier(Swift.type(of: $0)) == ObjectIdentifier(M.self) }
+        if exact { return Unmanaged<M>.fromOpaque(object.toOpaque()) }
+        return object._withUnsafeGuaranteedRef { $0 as? M }.map { Unmanaged.passUnretained($0) }
+    }
+
+    /// The batch that registers the new models of type `M`.
+    private func batch<M: Model>(for type: M.Type) -> ModelContext.LoadedModels<M> {
+        let key = ObjectIdentifier(M.self)
+        if key == lastBatchType, let lastBatch { return unsafeDowncast(lastBatch, to: ModelContext.LoadedModels<M>.self) }
+        let batch: ModelContext.LoadedModels<M>
+        if let position = batchIndex[key] {
+            batch = unsafeDowncast(batches[position], to: ModelContext.LoadedModels<M>.self)
+        } else {
+            ModelRegistry.noteUse(of: M.self)
+            batch = ModelContext.LoadedModels<M>()
+            batchIndex[key] = batches.count
+            batches.append(batch)
+        }
+        (lastBatchType, lastBatch) = (key, batch)
+        return batch
     }
 
     private func conflict<M: Model>(at index: Int, expected: M.Type) -> SerializationError {
@@ -203,7 +250,8 @@ final class GraphLoader {
 
     /// Decodes the properties of the model at `index`: applied at once to a new instance, queued
     /// for one already in the context.
-    private func stage<M: Model>(_ model: M, at index: Int) throws {
+    private func stage<M: Model>(_ type: M.Type, at index: Int) throws {
+        let unmanaged = try instance(M.self, at: index)
         let header = headers[index]
         let properties: M.Properties
         do {
@@ -223,13 +271,15 @@ final class GraphLoader {
             let key = ObjectIdentifier(M.self)
             let isContextFree = contextFree[key] ?? (M.self is any ContextFreeModel.Type)
             contextFree[key] = isContextFree
-            Self.apply(properties, header, to: model, joining: isContextFree ? nil : context)
+            unmanaged._withUnsafeGuaranteedRef { model in
+                Self.apply(properties, header, to: model, joining: isContextFree ? nil : context)
+            }
             if !isContextFree {
-                if inserts.isEmpty || inserts[inserts.count - 1].type != key { ModelRegistry.noteUse(of: M.self) }
-                inserts.append(ModelContext.LoadedModel(model: model, type: key, id: header.id, objectId: header.objectId))
+                batch(for: M.self).append(unmanaged.takeUnretainedValue(), id: header.id, objectId: header.objectId)
             }
             return
         }
+        let model = unmanaged.takeUnretainedValue()
         updates.append {
             let oldObjectId = model.storage.metadata.objectId
             // An existing model: loading is a reset of its changes, and observers and indexes
@@ -275,7 +325,7 @@ final class GraphLoader {
     {
         let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
         var reference = ModelRef<T>(id: id)
-        reference.cached = target
+        target._withUnsafeGuaranteedRef { reference.cached = $0 }
         return reference
     }
 
@@ -284,7 +334,7 @@ final class GraphLoader {
     func target<D: TreeDocument, T: Model>(
         of pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
     ) throws
-        -> (T, ModelID)
+        -> (Unmanaged<T>, ModelID)
     {
         func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
             SerializationError(
@@ -337,7 +387,7 @@ final class GraphLoader {
                     .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
                     "a \(headers[index].name)")
             }
-            return (try instantiate(T.self, at: index), id)
+            return (try instance(T.self, at: index), id)
         }
         switch options.danglingPointers {
         case .fail:
@@ -347,7 +397,8 @@ final class GraphLoader {
         case .placeholder:
             var objectId: String?
             if let objectNode, document.kind(of: objectNode) == .string { objectId = try document.string(objectNode) }
-            return (try placeholder(T.self, id: id, objectId: objectId, path: path()), id)
+            // Kept alive by `placeholders`.
+            return (Unmanaged.passUnretained(try placeholder(T.self, id: id, objectId: objectId, path: path())), id)
         }
     }
 
@@ -358,6 +409,8 @@ final class GraphLoader {
                     .modelTypeConflict, path: describe(path), expected: "model id \(id) to belong to a \(T.modelName)",
                     found: "a \(Swift.type(of: staged).modelName) with that id in the context")
             }
+            // Pointers hold it unretained: keep it alive should another thread remove it.
+            if placeholders[id] == nil { owned.append(typed) }
             return typed
         }
         let model = T()
