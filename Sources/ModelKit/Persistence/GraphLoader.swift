@@ -271,9 +271,10 @@ final class GraphLoader {
             let key = ObjectIdentifier(M.self)
             let isContextFree = contextFree[key] ?? (M.self is any ContextFreeModel.Type)
             contextFree[key] = isContextFree
-            unmanaged._withUnsafeGuaranteedRef { model in
-                Self.apply(properties, header, to: model, joining: isContextFree ? nil : context)
-            }
+            // The values move into the storage: copying them would copy every string, array
+            // and weak reference in them.
+            let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
+            Self.fill(box, with: properties, header, joining: isContextFree ? nil : context)
             if !isContextFree {
                 batch(for: M.self).append(unmanaged.takeUnretainedValue(), id: header.id, objectId: header.objectId)
             }
@@ -307,6 +308,22 @@ final class GraphLoader {
                 storage.context = context
                 storage.metadata.membership = .managed
             }
+        }
+    }
+
+    /// Fills in a new model's storage: its values, identity and membership.
+    private static func fill<Properties>(
+        _ box: ModelBox<Properties>, with properties: consuming Properties, _ header: Header, joining context: ModelContext?
+    ) {
+        box.values = properties
+        box.metadata.objectId = header.objectId
+        if let createdAt = header.createdAt { box.metadata.createdAt = createdAt }
+        if let updatedAt = header.updatedAt { box.metadata.updatedAt = updatedAt }
+        box.metadata.state = .loaded
+        if let context {
+            // What ModelContext.insert does to a model it takes, done in the same access.
+            box.context = context
+            box.metadata.membership = .managed
         }
     }
 
@@ -382,6 +399,14 @@ final class GraphLoader {
                 .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
         }
         if let index = positions.index(of: id) {
+            // Most targets were made by an earlier pointer of the same type, which checked the
+            // model name: reuse the instance without reading the header or the instance itself
+            // (both are far apart in memory from one pointer to the next).
+            if let made = instanceTypes[index], ObjectIdentifier(made) == ObjectIdentifier(T.self), !wasInContext[index],
+                let instance = instances[index]
+            {
+                return (Unmanaged<T>.fromOpaque(instance.toOpaque()), id)
+            }
             guard headers[index].name == expectedName else {
                 throw fail(
                     .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",

@@ -59,9 +59,18 @@ extension ModelContext {
         }
 
         func didRegister(in context: ModelContext, generation: UInt32) {
+            let quiet = context.indexRegistry.isEmpty && context.changeObservers.isEmpty
             models.withUnsafeBufferPointer { models in
                 for position in models.indices where outcomes[position] != 0 {
-                    context.didInsert(models[position], countsAsInserted: outcomes[position] == 1, generation: generation)
+                    if quiet {
+                        // All didInsert does with no index and no observer, without passing
+                        // each model to it (a generic call copies, so retains, each model).
+                        let box = models[position].storage.box
+                        box.quietEpoch = 0
+                        box.insertedGeneration = outcomes[position] == 1 ? generation : 0
+                    } else {
+                        context.didInsert(models[position], countsAsInserted: outcomes[position] == 1, generation: generation)
+                    }
                 }
             }
         }
@@ -106,8 +115,9 @@ extension ModelContext.Registry {
         }
         var slot = list.models.count
         models.withUnsafeBufferPointer { models in
-            for model in models {
-                model.storage.box.typeSlot = slot
+            // By index: iterating would copy, so retain and release, each model.
+            for position in models.indices {
+                models[position].storage.box.typeSlot = slot
                 slot += 1
             }
         }
