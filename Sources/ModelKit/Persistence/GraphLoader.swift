@@ -6,6 +6,10 @@ protocol ModelSource: AnyObject {
     func readHeaders(into loader: GraphLoader) throws
     /// Decodes the properties of the model whose header gave `handle`.
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties
+    /// Fills the properties at `base` with `plan` from the properties `handle` gives (see
+    /// ``DirectPlan/fill(_:from:in:loader:)``).
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
 }
 
 /// Rebuilds models from a persisted file, all or nothing: the file counterpart of ``GraphReader``.
@@ -61,6 +65,9 @@ final class GraphLoader {
     @exclusivity(unchecked) private var lastBatchType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastBatch: AnyObject?
     @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
+    @exclusivity(unchecked) private var plans: [ObjectIdentifier: DirectPlan?] = [:]
+    @exclusivity(unchecked) private var lastPlanType: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastPlan: DirectPlan?
     @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
     /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
@@ -225,6 +232,24 @@ final class GraphLoader {
         return object._withUnsafeGuaranteedRef { $0 as? M }.map { Unmanaged.passUnretained($0) }
     }
 
+    private func isContextFree<M: Model>(_ type: M.Type) -> Bool {
+        let key = ObjectIdentifier(M.self)
+        if let known = contextFree[key] { return known }
+        let isContextFree = M.self is any ContextFreeModel.Type
+        contextFree[key] = isContextFree
+        return isContextFree
+    }
+
+    /// The direct plan for `M`'s properties, cached (the plans' cache takes a lock).
+    private func plan<M: Model>(for type: M.Type) -> DirectPlan? {
+        let key = ObjectIdentifier(M.self)
+        if key == lastPlanType { return lastPlan }
+        let plan = plans[key] ?? DirectPlan.of(M.self)
+        plans.updateValue(plan, forKey: key)
+        (lastPlanType, lastPlan) = (key, plan)
+        return plan
+    }
+
     /// The batch that registers the new models of type `M`.
     private func batch<M: Model>(for type: M.Type) -> ModelContext.LoadedModels<M> {
         let key = ObjectIdentifier(M.self)
@@ -253,6 +278,24 @@ final class GraphLoader {
     private func stage<M: Model>(_ type: M.Type, at index: Int) throws {
         let unmanaged = try instance(M.self, at: index)
         let header = headers[index]
+        if !wasInContext[index], let plan = plan(for: M.self) {
+            // A new model holds its type's default values: fill them in place. Anything the plan
+            // cannot read (or an error) leaves it to the Codable path below, which decodes all
+            // the values again, or throws the error it describes.
+            let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
+            let filled =
+                (try? withUnsafeMutablePointer(to: &box.values) {
+                    try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
+                }) ?? false
+            if filled {
+                let isContextFree = isContextFree(M.self)
+                Self.stamp(box, header, joining: isContextFree ? nil : context)
+                if !isContextFree {
+                    batch(for: M.self).append(unmanaged.takeUnretainedValue(), id: header.id, objectId: header.objectId)
+                }
+                return
+            }
+        }
         let properties: M.Properties
         do {
             properties = try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
@@ -268,9 +311,7 @@ final class GraphLoader {
         let context = self.context
         guard wasInContext[index] else {
             // Not visible to anyone yet: fill it in now, register it at commit.
-            let key = ObjectIdentifier(M.self)
-            let isContextFree = contextFree[key] ?? (M.self is any ContextFreeModel.Type)
-            contextFree[key] = isContextFree
+            let isContextFree = isContextFree(M.self)
             // The values move into the storage: copying them would copy every string, array
             // and weak reference in them.
             let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
@@ -316,6 +357,11 @@ final class GraphLoader {
         _ box: ModelBox<Properties>, with properties: consuming Properties, _ header: Header, joining context: ModelContext?
     ) {
         box.values = properties
+        stamp(box, header, joining: context)
+    }
+
+    /// Gives a new model its identity and membership.
+    private static func stamp<Properties>(_ box: ModelBox<Properties>, _ header: Header, joining context: ModelContext?) {
         box.metadata.objectId = header.objectId
         if let createdAt = header.createdAt { box.metadata.createdAt = createdAt }
         if let updatedAt = header.updatedAt { box.metadata.updatedAt = updatedAt }

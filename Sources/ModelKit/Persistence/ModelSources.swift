@@ -197,6 +197,13 @@ final class JSONSource: ModelSource {
             depth: 1, renames: info.renames)
         return try M.Properties(from: decoder)
     }
+
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
+    {
+        _ = try tape.parse(at: handle)
+        return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader)
+    }
 }
 
 /// Models from a binary property list, read in place.
@@ -246,6 +253,12 @@ final class BinaryPlistSource: ModelSource {
             document: document, node: handle, defaults: info.defaults, loader: loader, codingPath: propertiesPath, depth: 1,
             renames: info.renames)
         return try M.Properties(from: decoder)
+    }
+
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
+    {
+        try plan.fill(base, from: handle, in: document, loader: loader)
     }
 }
 
