@@ -136,6 +136,21 @@ struct BinaryPlistDocument: TreeDocument {
         return (key, value)
     }
 
+    static var nodesAreShared: Bool { true }
+
+    func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
+        let (count, start) = try extent(node)
+        let isObject = kind(of: node) == .object
+        guard count <= (tableOffset - start) / (referenceSize * (isObject ? 2 : 1)) else {
+            throw malformed(start, "\(count) references", "the end of the object area")
+        }
+        for index in 0..<count {
+            let value = try reference(at: start + (isObject ? count + index : index) * referenceSize)
+            let key = isObject ? try reference(at: start + index * referenceSize) : value
+            guard try body(key, value) else { return }
+        }
+    }
+
     func member(of object: Int, named key: String) throws -> Int? {
         let (count, start) = try extent(object)
         guard count <= (tableOffset - start) / (2 * referenceSize) else {

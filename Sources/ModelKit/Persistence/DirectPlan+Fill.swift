@@ -9,35 +9,46 @@ extension DirectPlan {
     /// ISO date in another form, …): the caller then decodes them through `Codable`, which
     /// overwrites them all or reports the error. Unknown keys are skipped and the first of
     /// duplicate keys wins, as with `Codable`.
-    func fill<D: TreeDocument>(_ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader) throws
-        -> Bool
-    {
+    ///
+    /// `keyNodes` remembers, for documents whose nodes are shared, the node of each field's key
+    /// (-1 while unknown); it must have one entry per field.
+    func fill<D: TreeDocument>(
+        _ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader, keyNodes: inout [Int]
+    ) throws -> Bool {
         guard document.kind(of: node) == .object else { return false }
         let fields = self.fields
         var filled: UInt64 = 0
         // Keys come in the order the fields were written, which is the plan's order.
         var expected = 0
-        var cursor = document.startCursor(of: node)
-        for _ in 0..<(try document.count(of: node)) {
-            let (key, value) = try document.next(in: node, cursor: &cursor)
-            guard document.kind(of: key) == .string else { return false }
+        var complete = true
+        try document.forEach(in: node) { key, value in
             var found = -1
-            if expected < fields.count, try document.stringEquals(key, fields[expected].key) {
-                found = expected
+            if D.nodesAreShared, let known = keyNodes.firstIndex(of: key) {
+                found = known
             } else {
-                for position in fields.indices where try document.stringEquals(key, fields[position].key) {
-                    found = position
-                    break
+                guard document.kind(of: key) == .string else {
+                    complete = false
+                    return false
                 }
+                if expected < fields.count, try document.stringEquals(key, fields[expected].key) {
+                    found = expected
+                } else {
+                    for position in fields.indices where try document.stringEquals(key, fields[position].key) {
+                        found = position
+                        break
+                    }
+                }
+                guard found >= 0 else { return true }
+                if D.nodesAreShared { keyNodes[found] = key }
             }
-            guard found >= 0 else { continue }
             expected = found + 1
             let bit: UInt64 = 1 << UInt64(found)
-            guard filled & bit == 0 else { continue }
+            guard filled & bit == 0 else { return true }
             filled |= bit
-            guard try assign(fields[found].kind, value, to: base + fields[found].offset, document, loader) else { return false }
+            complete = try assign(fields[found].kind, value, to: base + fields[found].offset, document, loader)
+            return complete
         }
-        return filled == (fields.count == 64 ? ~0 : (1 << UInt64(fields.count)) - 1)
+        return complete && filled == (fields.count == 64 ? ~0 : (1 << UInt64(fields.count)) - 1)
     }
 
     private func assign<D: TreeDocument>(
@@ -68,12 +79,13 @@ extension DirectPlan {
             let count = try document.count(of: node)
             var strings: [String] = []
             strings.reserveCapacity(count)
-            var cursor = document.startCursor(of: node)
-            for _ in 0..<count {
-                let element = try document.next(in: node, cursor: &cursor).value
-                guard document.kind(of: element) == .string else { return false }
-                strings.append(try document.string(element))
+            var allStrings = true
+            try document.forEach(in: node) { _, element in
+                allStrings = document.kind(of: element) == .string
+                if allStrings { strings.append(try document.string(element)) }
+                return allStrings
             }
+            guard allStrings else { return false }
             field.assumingMemoryBound(to: [String].self).pointee = strings
         case .reference(let reference):
             return try reference.assign(node, in: document, loader: loader, to: field)
@@ -84,7 +96,7 @@ extension DirectPlan {
     /// A date as `TreeDecoder.date` reads the forms ModelKit writes: a native date, or a
     /// `{"__type": "Date", "iso": …}` object (or bare ISO text) that the fast ISO parser or the
     /// general one reads.
-    private static func date<D: TreeDocument>(_ node: Int, _ document: D) throws -> Date? {
+    static func date<D: TreeDocument>(_ node: Int, _ document: D) throws -> Date? {
         switch document.kind(of: node) {
         case .date:
             return Date(timeIntervalSinceReferenceDate: try document.date(node))

@@ -133,10 +133,9 @@ struct DirectModelArray<Element: Model>: DirectReference {
         let count = try document.count(of: node)
         var references: [ModelRef<Element>] = []
         references.reserveCapacity(count)
-        var cursor = document.startCursor(of: node)
-        for _ in 0..<count {
-            let pointer = try document.next(in: node, cursor: &cursor).value
+        try document.forEach(in: node) { _, pointer in
             references.append(try loader.reference(to: pointer, in: document, as: Element.self, path: []))
+            return true
         }
         var array = ModelArray<Element>()
         array.references = references

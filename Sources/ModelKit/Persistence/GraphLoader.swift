@@ -70,6 +70,20 @@ final class GraphLoader {
     @exclusivity(unchecked) private var lastPlan: DirectPlan?
     @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
+    /// Nodes of shared documents (see ``TreeDocument/nodesAreShared``) known to hold a pointer's
+    /// keys, its "ModelPointer" tag, and a model name checked against a type.
+    private struct PointerKeys {
+        var modelId = -1
+        var model = -1
+        var type = -1
+        var tagValue = -1
+        var nameValue = -1
+        var nameType: ObjectIdentifier?
+    }
+    @exclusivity(unchecked) private var pointerKeys = PointerKeys()
+    /// The keys of a model's header, and the nodes of shared documents known to hold them.
+    private static let headerKeyNames = ["properties", "modelId", "model", "objectId", "createdAt", "updatedAt"]
+    @exclusivity(unchecked) private var headerKeys = [Int](repeating: -1, count: 6)
     /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
     @exclusivity(unchecked) private var lastNamed: ObjectIdentifier?
     @exclusivity(unchecked) private var lastName = ""
@@ -411,31 +425,53 @@ final class GraphLoader {
         var idNode: Int?
         var objectNode: Int?
         if document.kind(of: pointer) == .object {
-            var cursor = document.startCursor(of: pointer)
-            for _ in 0..<(try document.count(of: pointer)) {
-                let (key, value) = try document.next(in: pointer, cursor: &cursor)
-                guard document.kind(of: key) == .string else { continue }
+            try document.forEach(in: pointer) { key, value in
+                // Property-list writers share the key strings: a key node seen before is known.
+                let shared = D.nodesAreShared
+                if shared, key == pointerKeys.modelId {
+                    if idNode == nil { idNode = value }
+                    return true
+                } else if shared, key == pointerKeys.model {
+                    if nameNode == nil { nameNode = value }
+                    return true
+                } else if shared, key == pointerKeys.type {
+                    if tag == nil { tag = value }
+                    return true
+                }
+                guard document.kind(of: key) == .string else { return true }
                 if try document.stringEquals(key, "modelId") {
                     if idNode == nil { idNode = value }
+                    if shared { pointerKeys.modelId = key }
                 } else if try document.stringEquals(key, "model") {
                     if nameNode == nil { nameNode = value }
+                    if shared { pointerKeys.model = key }
                 } else if try document.stringEquals(key, "__type") {
                     if tag == nil { tag = value }
+                    if shared { pointerKeys.type = key }
                 } else if try document.stringEquals(key, "objectId") {
                     if objectNode == nil { objectNode = value }
                 }
+                return true
             }
         }
-        guard let tag, document.kind(of: tag) == .string, try document.stringEquals(tag, "ModelPointer") else {
-            throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
+        if !D.nodesAreShared || tag == nil || tag != pointerKeys.tagValue {
+            guard let tag, document.kind(of: tag) == .string, try document.stringEquals(tag, "ModelPointer") else {
+                throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
+            }
+            if D.nodesAreShared { pointerKeys.tagValue = tag }
         }
         let expectedName = name(of: T.self)
-        guard let nameNode, document.kind(of: nameNode) == .string else {
-            throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
-        }
-        guard try document.stringEquals(nameNode, expectedName) else {
-            throw fail(
-                .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
+        if !D.nodesAreShared || nameNode == nil || nameNode != pointerKeys.nameValue
+            || pointerKeys.nameType != ObjectIdentifier(T.self)
+        {
+            guard let nameNode, document.kind(of: nameNode) == .string else {
+                throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
+            }
+            guard try document.stringEquals(nameNode, expectedName) else {
+                throw fail(
+                    .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
+            }
+            if D.nodesAreShared { (pointerKeys.nameValue, pointerKeys.nameType) = (nameNode, ObjectIdentifier(T.self)) }
         }
         guard let idNode, document.kind(of: idNode) == .string else {
             throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")
@@ -517,23 +553,27 @@ final class GraphLoader {
         var createdNode: Int?
         var updatedNode: Int?
         var propertiesNode: Int?
-        var cursor = document.startCursor(of: node)
-        for _ in 0..<(try document.count(of: node)) {
-            let (key, value) = try document.next(in: node, cursor: &cursor)
-            guard document.kind(of: key) == .string else { continue }
-            if try document.stringEquals(key, "properties") {
-                propertiesNode = value
-            } else if try document.stringEquals(key, "modelId") {
-                idNode = value
-            } else if try document.stringEquals(key, "model") {
-                nameNode = value
-            } else if try document.stringEquals(key, "objectId") {
-                objectNode = value
-            } else if try document.stringEquals(key, "createdAt") {
-                createdNode = value
-            } else if try document.stringEquals(key, "updatedAt") {
-                updatedNode = value
+        try document.forEach(in: node) { key, value in
+            // Property-list writers share the key strings: a key node seen before is known.
+            var which = D.nodesAreShared ? headerKeys.firstIndex(of: key) ?? -1 : -1
+            if which < 0 {
+                guard document.kind(of: key) == .string else { return true }
+                for (position, name) in Self.headerKeyNames.enumerated() where try document.stringEquals(key, name) {
+                    which = position
+                    if D.nodesAreShared { headerKeys[position] = key }
+                    break
+                }
             }
+            switch which {
+            case 0: propertiesNode = value
+            case 1: idNode = value
+            case 2: nameNode = value
+            case 3: objectNode = value
+            case 4: createdNode = value
+            case 5: updatedNode = value
+            default: break
+            }
+            return true
         }
         guard let nameNode else {
             throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
@@ -558,9 +598,12 @@ final class GraphLoader {
             }
             objectId = try document.string(objectNode)
         }
-        let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
         func date(_ dateNode: Int?, _ key: String) throws -> Date? {
-            guard let dateNode, try !document.isNull(dateNode) else { return nil }
+            guard let dateNode else { return nil }
+            // The forms ModelKit writes, read directly; anything else (or null) as a property.
+            if let date = try? DirectPlan.date(dateNode, document) { return date }
+            guard try !document.isNull(dateNode) else { return nil }
+            let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
             do {
                 return try dates.date(dateNode, [IndexKey(stringValue: key)])
             } catch let error as SerializationError {

@@ -156,10 +156,11 @@ final class JSONSource: ModelSource {
             return FastISODate.parse(text)
         }
         guard literal(#"{"model":""#), let nameBytes = plainString(), literal(#","modelId":""#),
-            let idBytes = plainString(), let id = ModelID.parse(idBytes), literal(#","objectId":"#)
+            let idBytes = plainString(), let id = ModelID.parse(idBytes)
         else { return nil }
+        // Writers may leave out a null object id.
         var objectId: String?
-        if !literal("null") {
+        if literal(#","objectId":"#), !literal("null") {
             guard literal("\""), let text = plainString() else { return nil }
             objectId = String(decoding: text, as: UTF8.self)
         }
@@ -202,7 +203,8 @@ final class JSONSource: ModelSource {
         -> Bool
     {
         _ = try tape.parse(at: handle)
-        return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader)
+        var unused: [Int] = []
+        return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader, keyNodes: &unused)
     }
 }
 
@@ -258,8 +260,20 @@ final class BinaryPlistSource: ModelSource {
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
         -> Bool
     {
-        try plan.fill(base, from: handle, in: document, loader: loader)
+        let key = ObjectIdentifier(plan)
+        if key != lastPlan {
+            if let lastPlan { keyNodes[lastPlan] = lastKeyNodes }
+            lastKeyNodes = keyNodes[key] ?? Array(repeating: -1, count: plan.fields.count)
+            lastPlan = key
+        }
+        return try plan.fill(base, from: handle, in: document, loader: loader, keyNodes: &lastKeyNodes)
     }
+
+    /// The key nodes of each plan's fields (see ``DirectPlan/fill(_:from:in:loader:keyNodes:)``),
+    /// those of the plan used last apart.
+    @exclusivity(unchecked) private var keyNodes: [ObjectIdentifier: [Int]] = [:]
+    @exclusivity(unchecked) private var lastPlan: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastKeyNodes: [Int] = []
 }
 
 /// Picks the reader for `data` from its first bytes and runs `body` with it while the bytes are
