@@ -44,6 +44,8 @@ final class GraphLoader {
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
     /// needs no lookup under the context's lock.
     @exclusivity(unchecked) private var contextWasEmpty = false
+    /// The context's change generation when the load started (see ``enlist(_:_:_:)``).
+    @exclusivity(unchecked) private var stagedGeneration: UInt32 = 0
     /// The instance of each model, unretained: retaining and releasing a model (which has a
     /// side table) for each pointer to it cost more than the rest of resolving the pointer.
     /// `owned` keeps them alive.
@@ -114,6 +116,7 @@ final class GraphLoader {
     /// Loads every model in the data into the context.
     func loadAll() throws {
         contextWasEmpty = context.isEmpty
+        stagedGeneration = context.changeGeneration
         try source.readHeaders(into: self)
         instances = Array(repeating: nil, count: headers.count)
         instanceTypes = Array(repeating: nil, count: headers.count)
@@ -125,6 +128,7 @@ final class GraphLoader {
     /// Loads every model and returns the first, which must be a `Root`.
     func load<Root: Model>(root: Root.Type) throws -> Root {
         contextWasEmpty = context.isEmpty
+        stagedGeneration = context.changeGeneration
         try source.readHeaders(into: self)
         guard !headers.isEmpty else {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
@@ -264,6 +268,17 @@ final class GraphLoader {
         return plan
     }
 
+    /// Adds a new model to its type's batch, registered at commit. Its type slot and inserted
+    /// generation are set now, while its storage is at hand: registering then has nothing to
+    /// write to it when the type's list was empty and nothing changed meanwhile (otherwise it
+    /// sets them again).
+    private func enlist<M: Model>(_ model: Unmanaged<M>, _ box: ModelBox<M.Properties>, _ header: Header) {
+        let batch = batch(for: M.self)
+        box.typeSlot = batch.count
+        box.insertedGeneration = stagedGeneration
+        batch.append(model.takeUnretainedValue(), id: header.id, objectId: header.objectId)
+    }
+
     /// The batch that registers the new models of type `M`.
     private func batch<M: Model>(for type: M.Type) -> ModelContext.LoadedModels<M> {
         let key = ObjectIdentifier(M.self)
@@ -273,7 +288,7 @@ final class GraphLoader {
             batch = unsafeDowncast(batches[position], to: ModelContext.LoadedModels<M>.self)
         } else {
             ModelRegistry.noteUse(of: M.self)
-            batch = ModelContext.LoadedModels<M>()
+            batch = ModelContext.LoadedModels<M>(presetGeneration: stagedGeneration)
             batchIndex[key] = batches.count
             batches.append(batch)
         }
@@ -305,7 +320,7 @@ final class GraphLoader {
                 let isContextFree = isContextFree(M.self)
                 Self.stamp(box, header, joining: isContextFree ? nil : context)
                 if !isContextFree {
-                    batch(for: M.self).append(unmanaged.takeUnretainedValue(), id: header.id, objectId: header.objectId)
+                    enlist(unmanaged, box, header)
                 }
                 return
             }
@@ -331,7 +346,7 @@ final class GraphLoader {
             let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
             Self.fill(box, with: properties, header, joining: isContextFree ? nil : context)
             if !isContextFree {
-                batch(for: M.self).append(unmanaged.takeUnretainedValue(), id: header.id, objectId: header.objectId)
+                enlist(unmanaged, box, header)
             }
             return
         }

@@ -22,6 +22,14 @@ extension ModelContext {
         /// Per model after registration: 0 turned away, 1 counts as inserted, 2 registered but
         /// counts as updated (it was removed since the last reset).
         private var outcomes: [UInt8] = []
+        /// The inserted generation the loader gave every model, with type slots counting from 0.
+        private let presetGeneration: UInt32
+        /// Whether registering kept the preset slots and every model counts as inserted.
+        private var presetsHold = false
+
+        init(presetGeneration: UInt32) {
+            self.presetGeneration = presetGeneration
+        }
 
         var count: Int { models.count }
 
@@ -35,6 +43,7 @@ extension ModelContext {
             let type = ObjectIdentifier(M.self)
             outcomes = Array(repeating: 1, count: models.count)
             var anyRejected = false
+            var allInserted = true
             models.withUnsafeBufferPointer { models in
                 for position in models.indices {
                     let id = ids[position]
@@ -47,19 +56,24 @@ extension ModelContext {
                     }
                     registry.models[id] = models[position]
                     if let objectKey { registry.objectIds[objectKey] = models[position] }
-                    if !registry.log.inserted(id) { outcomes[position] = 2 }
+                    if !registry.log.inserted(id) {
+                        outcomes[position] = 2
+                        allInserted = false
+                    }
                 }
             }
             if anyRejected {
                 let accepted = models.indices.filter { outcomes[$0] != 0 }.map { models[$0] }
                 registry.addToTypeList(contentsOf: accepted)
             } else {
-                registry.addToTypeList(contentsOf: models)
+                presetsHold = registry.addToTypeList(contentsOf: models, slotsPreset: true) && allInserted
             }
         }
 
         func didRegister(in context: ModelContext, generation: UInt32) {
             let quiet = context.indexRegistry.isEmpty && context.changeObservers.isEmpty
+            // New models' quiet epochs are still 0; their slots and generations already right.
+            if quiet && presetsHold && generation == presetGeneration { return }
             models.withUnsafeBufferPointer { models in
                 for position in models.indices where outcomes[position] != 0 {
                     if quiet {
@@ -103,8 +117,12 @@ extension ModelContext {
 
 extension ModelContext.Registry {
     /// Appends `models`, never in a context before, to their type's list; an empty list takes
-    /// the array itself.
-    mutating func addToTypeList<M: Model>(contentsOf models: [M]) {
+    /// the array itself. With `slotsPreset`, the models' type slots already count from 0, and
+    /// are only set again if the list was not empty.
+    ///
+    /// - Returns: Whether the preset slots were kept.
+    @discardableResult
+    mutating func addToTypeList<M: Model>(contentsOf models: [M], slotsPreset: Bool = false) -> Bool {
         let key = ObjectIdentifier(M.self)
         let list: ModelContext.TypeList<M>
         if let existing = byType[key] {
@@ -112,6 +130,10 @@ extension ModelContext.Registry {
         } else {
             list = ModelContext.TypeList<M>()
             byType[key] = list
+        }
+        if slotsPreset && list.models.isEmpty {
+            list.models = models
+            return true
         }
         var slot = list.models.count
         models.withUnsafeBufferPointer { models in
@@ -126,5 +148,6 @@ extension ModelContext.Registry {
         } else {
             list.models.append(contentsOf: models)
         }
+        return false
     }
 }
