@@ -48,12 +48,14 @@ final class GraphLoader {
     @exclusivity(unchecked) private var stagedGeneration: UInt32 = 0
     /// The instance of each model, unretained: retaining and releasing a model (which has a
     /// side table) for each pointer to it cost more than the rest of resolving the pointer.
-    /// `owned` keeps them alive.
+    /// The batches keep new models alive, `owned` the others.
     @exclusivity(unchecked) private var instances: [Unmanaged<AnyObject>?] = []
     /// The type each instance was made as; for a model whose type is not registered, the type of
     /// the first pointer to it.
     @exclusivity(unchecked) private var instanceTypes: [(any Model.Type)?] = []
     @exclusivity(unchecked) private var owned: [AnyObject] = []
+    /// The types of instances, by their code in ``ModelIDTable``'s slots (code = position + 1).
+    @exclusivity(unchecked) private var typeCodes: [ObjectIdentifier] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
     @exclusivity(unchecked) private var wasInContext: [Bool] = []
@@ -236,10 +238,26 @@ final class GraphLoader {
         }
         let model = M()
         model.storage.metadata.modelId = headers[index].id
-        owned.append(model)
+        // The batch that registers it at commit keeps it alive until then (retaining it now,
+        // before any weak reference gives it a side table, takes the fast path).
+        if isContextFree(M.self) {
+            owned.append(model)
+        } else {
+            enlist(model, model.storage.box, headers[index])
+        }
         instances[index] = Unmanaged.passUnretained(model)
         instanceTypes[index] = M.self
+        positions.setInstance(
+            Unmanaged.passUnretained(model).toOpaque(), typeCode: typeCode(of: M.self), for: headers[index].id)
         return Unmanaged.passUnretained(model)
+    }
+
+    /// A small number for each type the loader made instances of, for ``ModelIDTable``'s slots.
+    private func typeCode<M: Model>(of type: M.Type) -> UInt32 {
+        let key = ObjectIdentifier(M.self)
+        if let position = typeCodes.firstIndex(of: key) { return UInt32(position + 1) }
+        typeCodes.append(key)
+        return UInt32(typeCodes.count)
     }
 
     /// `object as? M` for an unretained object, with a fast path for a final model class.
@@ -272,11 +290,11 @@ final class GraphLoader {
     /// generation are set now, while its storage is at hand: registering then has nothing to
     /// write to it when the type's list was empty and nothing changed meanwhile (otherwise it
     /// sets them again).
-    private func enlist<M: Model>(_ model: Unmanaged<M>, _ box: ModelBox<M.Properties>, _ header: Header) {
+    private func enlist<M: Model>(_ model: M, _ box: ModelBox<M.Properties>, _ header: Header) {
         let batch = batch(for: M.self)
         box.typeSlot = batch.count
         box.insertedGeneration = stagedGeneration
-        batch.append(model.takeUnretainedValue(), id: header.id, objectId: header.objectId)
+        batch.append(model, id: header.id, objectId: header.objectId)
     }
 
     /// The batch that registers the new models of type `M`.
@@ -317,11 +335,7 @@ final class GraphLoader {
                     try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
                 }) ?? false
             if filled {
-                let isContextFree = isContextFree(M.self)
-                Self.stamp(box, header, joining: isContextFree ? nil : context)
-                if !isContextFree {
-                    enlist(unmanaged, box, header)
-                }
+                Self.stamp(box, header, joining: isContextFree(M.self) ? nil : context)
                 return
             }
         }
@@ -345,9 +359,6 @@ final class GraphLoader {
             // and weak reference in them.
             let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
             Self.fill(box, with: properties, header, joining: isContextFree ? nil : context)
-            if !isContextFree {
-                enlist(unmanaged, box, header)
-            }
             return
         }
         let model = unmanaged.takeUnretainedValue()
@@ -495,15 +506,14 @@ final class GraphLoader {
             throw fail(
                 .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
         }
-        if let index = positions.index(of: id) {
+        if let slot = positions.lookup(id) {
             // Most targets were made by an earlier pointer of the same type, which checked the
-            // model name: reuse the instance without reading the header or the instance itself
-            // (both are far apart in memory from one pointer to the next).
-            if let made = instanceTypes[index], ObjectIdentifier(made) == ObjectIdentifier(T.self), !wasInContext[index],
-                let instance = instances[index]
-            {
-                return (Unmanaged<T>.fromOpaque(instance.toOpaque()), id)
+            // model name: the slot has the instance, and neither the header nor the instance is
+            // read (each is far apart in memory from one pointer to the next).
+            if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
+                return (Unmanaged<T>.fromOpaque(instance), id)
             }
+            let index = Int(slot.index)
             guard headers[index].name == expectedName else {
                 throw fail(
                     .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",

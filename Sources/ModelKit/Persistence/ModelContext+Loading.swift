@@ -96,7 +96,8 @@ extension ModelContext {
     ///
     /// As with ``insert(_:)``, when the context already holds a model with the same id (or type
     /// and object id), that model stays and the loaded one is left out. Models are registered one
-    /// type after another (in the order the types first appeared), each type in load order.
+    /// type after another (in the order the types first appeared), each type in the order the loader
+    /// made its models.
     ///
     /// - Returns: The models left out.
     func registerLoaded(_ batches: [any LoadedModelBatch]) -> [any Model] {

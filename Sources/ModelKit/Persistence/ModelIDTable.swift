@@ -5,11 +5,19 @@
 /// bytes with a seeded SipHash each time, which cost more than the rest of resolving a pointer.
 /// Ids are random (UUIDs) or a process prefix plus a counter (ModelKit's own), so one multiply
 /// that folds both words spreads them well; the top bits of the product pick the slot.
+///
+/// A slot also holds the instance the loader made for the id, once there is one, and a code for
+/// its type: most pointers then resolve with the one cache miss of finding the slot, where
+/// looking the instance up by index would miss again in each array it reads.
 struct ModelIDTable {
-    private struct Slot {
-        var id: ModelID
+    struct Slot {
+        fileprivate(set) var id: ModelID
         /// The model index, or -1 for an empty slot.
-        var index: Int
+        fileprivate(set) var index: Int32
+        /// A code for the type of `instance` (see ``GraphLoader``), 0 while there is none.
+        fileprivate(set) var typeCode: UInt32
+        /// The new instance the loader made for the id, unretained.
+        fileprivate(set) var instance: UnsafeMutableRawPointer?
     }
 
     private var slots: [Slot]
@@ -20,7 +28,8 @@ struct ModelIDTable {
     init(minimumCapacity: Int = 0) {
         var size = 16
         while size < minimumCapacity * 2 { size *= 2 }
-        slots = Array(repeating: Slot(id: ModelID(high: 0, low: 0), index: -1), count: size)
+        slots = Array(
+            repeating: Slot(id: ModelID(high: 0, low: 0), index: -1, typeCode: 0, instance: nil), count: size)
         shift = 64 - size.trailingZeroBitCount
     }
 
@@ -29,37 +38,52 @@ struct ModelIDTable {
         return Int(truncatingIfNeeded: mixed >> UInt64(shift))
     }
 
-    /// The index stored for `id`.
-    @inline(__always) func index(of id: ModelID) -> Int? {
+    /// The position of `id`'s slot, or of the empty slot where it would go.
+    @inline(__always) private func position(of id: ModelID) -> Int {
         let mask = slots.count - 1
         return slots.withUnsafeBufferPointer { slots in
             var position = slot(of: id)
-            while true {
-                let slot = slots[position]
-                if slot.index < 0 { return nil }
-                if slot.id == id { return slot.index }
-                position = (position + 1) & mask
-            }
+            while slots[position].index >= 0, slots[position].id != id { position = (position + 1) & mask }
+            return position
         }
+    }
+
+    /// The slot of `id`, if the table has it.
+    @inline(__always) func lookup(_ id: ModelID) -> Slot? {
+        let slot = slots[position(of: id)]
+        return slot.index >= 0 ? slot : nil
+    }
+
+    /// The index stored for `id`.
+    @inline(__always) func index(of id: ModelID) -> Int? {
+        lookup(id).map { Int($0.index) }
     }
 
     /// Stores `index` for `id` unless the table has `id` already; returns the index it had.
     mutating func insert(_ id: ModelID, index: Int) -> Int? {
         if (count + 1) * 2 > slots.count { grow() }
-        let mask = slots.count - 1
-        var position = slot(of: id)
-        while slots[position].index >= 0 {
-            if slots[position].id == id { return slots[position].index }
-            position = (position + 1) & mask
-        }
-        slots[position] = Slot(id: id, index: index)
+        let position = position(of: id)
+        if slots[position].index >= 0 { return Int(slots[position].index) }
+        slots[position] = Slot(id: id, index: Int32(index), typeCode: 0, instance: nil)
         count += 1
         return nil
+    }
+
+    /// Records the instance made for `id`, which the table has.
+    mutating func setInstance(_ instance: UnsafeMutableRawPointer, typeCode: UInt32, for id: ModelID) {
+        let position = position(of: id)
+        guard slots[position].index >= 0 else { return }
+        slots[position].instance = instance
+        slots[position].typeCode = typeCode
     }
 
     private mutating func grow() {
         let old = slots
         self = ModelIDTable(minimumCapacity: old.count)
-        for slot in old where slot.index >= 0 { _ = insert(slot.id, index: slot.index) }
+        for slot in old where slot.index >= 0 {
+            let position = position(of: slot.id)
+            slots[position] = slot
+            count += 1
+        }
     }
 }
