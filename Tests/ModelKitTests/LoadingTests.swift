@@ -27,10 +27,37 @@ final class Shouted: Model {
     let storage = ModelStorage(Properties())
 }
 
+/// A model whose initializer decodes required values into optional properties that are nil by
+/// default: the direct plan only fills properties whose defaults encode as the decoded type, so
+/// these go through the initializer.
+final class Nicknamed: Model {
+    struct Properties: Codable, Equatable {
+        var nickname: String?
+        var rank: Int?
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            nickname = try container.decode(String.self, forKey: .nickname)
+            rank = try container.decode(Int.self, forKey: .rank)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(nickname, forKey: .nickname)
+            try container.encodeIfPresent(rank, forKey: .rank)
+        }
+
+        private enum CodingKeys: String, CodingKey { case nickname, rank }
+    }
+    let storage = ModelStorage(Properties())
+}
+
 @Suite("Loading")
 struct LoadingTests {
     init() {
-        try? ModelRegistry.register(Author.self, Post.self, Note.self, Shouted.self)
+        try? ModelRegistry.register(Author.self, Post.self, Note.self, Shouted.self, Nicknamed.self)
     }
 
     static let id1 = "00000000-0000-0000-0000-0000000000A1"
@@ -136,5 +163,16 @@ struct LoadingTests {
         let loaded = target.models(of: Shouted.self)
         #expect(loaded.count == 3)
         for model in loaded { #expect(model.length == model.word.count && model.length > 0) }
+    }
+
+    @Test("required values decoded into optional properties that are nil by default")
+    func optionalFromRequired() throws {
+        let context = ModelContext()
+        let models = (1...3).map {
+            #"{"model":"Nicknamed","modelId":"\#(Self.id1.dropLast())\#($0)","properties":{"nickname":"n\#($0)","rank":\#($0)}}"#
+        }
+        try context.load(envelope(models.joined(separator: ",")))
+        #expect(Set(context.models(of: Nicknamed.self).compactMap { $0.nickname }) == ["n1", "n2", "n3"])
+        #expect(Set(context.models(of: Nicknamed.self).compactMap { $0.rank }) == [1, 2, 3])
     }
 }

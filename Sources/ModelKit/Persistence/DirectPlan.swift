@@ -68,6 +68,20 @@ final class DirectPlan: @unchecked Sendable {
         for position in covered.indices where !covered[position] {
             guard first.bytes[position] == second.bytes[position] else { return nil }
         }
+        // Filling assigns a value of the field's type over the default instance's: the default
+        // must be one (an initializer may decode a String into a `String?` that is nil by
+        // default, whose bytes are no String), as its encoding shows.
+        guard case .object(let defaults)? = DefaultValues.of(M.self) else { return nil }
+        for field in fields {
+            switch (field.kind, defaults[field.key]) {
+            case (.string, .string?), (.int, .int?), (.double, .double?), (.double, .int?), (.date, .date?),
+                (.strings, .array?):
+                continue
+            case (.reference(let reference), .array?) where reference.holdsArray: continue
+            case (.reference(let reference), .null?) where !reference.holdsArray: continue
+            default: return nil
+            }
+        }
         return DirectPlan(fields: fields)
     }
 
@@ -100,6 +114,8 @@ final class DirectPlan: @unchecked Sendable {
 
 /// A property that holds references, filled from a pointer node (or an array of them).
 protocol DirectReference: Sendable {
+    /// Whether the property is a ``ModelArray`` (else a ``ModelRef``).
+    var holdsArray: Bool { get }
     /// Reads `node` and assigns the result to the property at `field`; `false` when the node is
     /// not what the `Codable` path reads without error.
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
@@ -112,6 +128,8 @@ protocol DirectProbed {
 }
 
 struct DirectModelRef<Target: Model>: DirectReference {
+    var holdsArray: Bool { false }
+
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
         -> Bool
     {
@@ -126,6 +144,8 @@ struct DirectModelRef<Target: Model>: DirectReference {
 }
 
 struct DirectModelArray<Element: Model>: DirectReference {
+    var holdsArray: Bool { true }
+
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
         -> Bool
     {
