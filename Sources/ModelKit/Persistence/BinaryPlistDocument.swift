@@ -56,9 +56,18 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     @inline(__always) private func readInt(at offset: Int, size: Int) -> Int {
-        var value = 0
-        for index in 0..<size { value = value << 8 | Int(bytes[offset + index]) }
-        return value
+        // One load for the usual sizes: every reference and offset is read this way.
+        let raw = UnsafeRawPointer(bytes.baseAddress! + offset)
+        switch size {
+        case 1: return Int(raw.load(as: UInt8.self))
+        case 2: return Int(UInt16(bigEndian: raw.loadUnaligned(as: UInt16.self)))
+        case 4: return Int(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self)))
+        case 8: return Int(truncatingIfNeeded: UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)))
+        default:
+            var value = 0
+            for index in 0..<size { value = value << 8 | Int(bytes[offset + index]) }
+            return value
+        }
     }
 
     @inline(__always) func offset(of object: Int) -> Int {

@@ -88,6 +88,9 @@ final class GraphLoader {
     /// The keys of a model's header, and the nodes of shared documents known to hold them.
     private static let headerKeyNames = ["properties", "modelId", "model", "objectId", "createdAt", "updatedAt"]
     @exclusivity(unchecked) private var headerKeys = [Int](repeating: -1, count: 6)
+    /// In shared documents: the node of the last model name read, and of a null object id.
+    @exclusivity(unchecked) private var headerName = (node: -1, name: "")
+    @exclusivity(unchecked) private var headerNull = -1
     /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
     @exclusivity(unchecked) private var lastNamed: ObjectIdentifier?
     @exclusivity(unchecked) private var lastName = ""
@@ -603,10 +606,16 @@ final class GraphLoader {
         guard let nameNode else {
             throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
         }
-        guard document.kind(of: nameNode) == .string else {
-            throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
+        let name: String
+        if D.nodesAreShared, nameNode == headerName.node {
+            name = headerName.name
+        } else {
+            guard document.kind(of: nameNode) == .string else {
+                throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
+            }
+            name = try document.string(nameNode)
+            if D.nodesAreShared { headerName = (nameNode, name) }
         }
-        let name = try document.string(nameNode)
         guard let idNode else {
             throw fail(.valueNotFound, "modelId", "the model id as a string", name, nil)
         }
@@ -617,11 +626,13 @@ final class GraphLoader {
             throw fail(.invalidModelId, "modelId", "a model id (8-4-4-4-12 hexadecimal digits)", name, idNode)
         }
         var objectId: String?
-        if let objectNode, try !document.isNull(objectNode) {
+        if let objectNode, !(D.nodesAreShared && objectNode == headerNull), try !document.isNull(objectNode) {
             guard document.kind(of: objectNode) == .string else {
                 throw fail(.typeMismatch, "objectId", "the object id as a string or null", name, objectNode)
             }
             objectId = try document.string(objectNode)
+        } else if D.nodesAreShared, let objectNode {
+            headerNull = objectNode
         }
         func date(_ dateNode: Int?, _ key: String) throws -> Date? {
             guard let dateNode else { return nil }
