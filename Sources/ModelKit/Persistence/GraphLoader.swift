@@ -106,6 +106,13 @@ final class GraphLoader {
         self.source = source
     }
 
+    /// Makes room for `count` models, when the source knows how many there are (growing the id
+    /// table rehashes every id in it).
+    func reserveCapacity(_ count: Int) {
+        headers.reserveCapacity(count)
+        if positions.count == 0 { positions = ModelIDTable(minimumCapacity: count) }
+    }
+
     /// Adds a model's header, checking that its id is new to the data.
     func add(_ header: Header) throws {
         let index = headers.count

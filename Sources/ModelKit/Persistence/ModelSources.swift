@@ -242,10 +242,11 @@ final class BinaryPlistSource: ModelSource {
                 .typeMismatch, byteOffset: document.byteOffset(of: top), expected: "a dictionary or an array of models",
                 found: document.describeNode(top))
         }
-        var cursor = document.startCursor(of: models)
-        for _ in 0..<(try document.count(of: models)) {
-            let node = try document.next(in: models, cursor: &cursor).value
+        // Each model is at least one object: a damaged count reserves no more than that.
+        loader.reserveCapacity(min(try document.count(of: models), document.objectCount))
+        try document.forEach(in: models) { _, node in
             try loader.add(loader.header(in: document, node: node) { $0 })
+            return true
         }
     }
 
