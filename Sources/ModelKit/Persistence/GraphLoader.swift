@@ -39,7 +39,7 @@ final class GraphLoader {
     let options: DeserializationOptions
     let source: any ModelSource
     @exclusivity(unchecked) private(set) var headers: [Header] = []
-    @exclusivity(unchecked) private var positions = ModelIDTable()
+    @exclusivity(unchecked) var positions = ModelIDTable()
     /// Whether the context held no model when the load started: then no model of the data can be
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
     /// needs no lookup under the context's lock.
@@ -53,14 +53,14 @@ final class GraphLoader {
     /// The type each instance was made as; for a model whose type is not registered, the type of
     /// the first pointer to it.
     @exclusivity(unchecked) private var instanceTypes: [(any Model.Type)?] = []
-    @exclusivity(unchecked) private var owned: [AnyObject] = []
+    @exclusivity(unchecked) var owned: [AnyObject] = []
     /// The types of instances, by their code in ``ModelIDTable``'s slots (code = position + 1).
     @exclusivity(unchecked) private var typeCodes: [ObjectIdentifier] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
     @exclusivity(unchecked) private var wasInContext: [Bool] = []
-    @exclusivity(unchecked) private var placeholders: [ModelID: any Model] = [:]
-    @exclusivity(unchecked) private var placeholderOrder: [any Model] = []
+    @exclusivity(unchecked) var placeholders: [ModelID: any Model] = [:]
+    @exclusivity(unchecked) var placeholderOrder: [any Model] = []
     @exclusivity(unchecked) private var updates: [() -> Void] = []
     /// The new models to register at commit, one batch per type.
     @exclusivity(unchecked) private var batches: [any LoadedModelBatch] = []
@@ -76,7 +76,7 @@ final class GraphLoader {
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
     /// Nodes of shared documents (see ``TreeDocument/nodesAreShared``) known to hold a pointer's
     /// keys, its "ModelPointer" tag, and a model name checked against a type.
-    private struct PointerKeys {
+    struct PointerKeys {
         var modelId = -1
         var model = -1
         var type = -1
@@ -84,13 +84,13 @@ final class GraphLoader {
         var nameValue = -1
         var nameType: ObjectIdentifier?
     }
-    @exclusivity(unchecked) private var pointerKeys = PointerKeys()
+    @exclusivity(unchecked) var pointerKeys = PointerKeys()
     /// The keys of a model's header, and the nodes of shared documents known to hold them.
-    private static let headerKeyNames = ["properties", "modelId", "model", "objectId", "createdAt", "updatedAt"]
-    @exclusivity(unchecked) private var headerKeys = [Int](repeating: -1, count: 6)
+    static let headerKeyNames = ["properties", "modelId", "model", "objectId", "createdAt", "updatedAt"]
+    @exclusivity(unchecked) var headerKeys = [Int](repeating: -1, count: 6)
     /// In shared documents: the node of the last model name read, and of a null object id.
-    @exclusivity(unchecked) private var headerName = (node: -1, name: "")
-    @exclusivity(unchecked) private var headerNull = -1
+    @exclusivity(unchecked) var headerName = (node: -1, name: "")
+    @exclusivity(unchecked) var headerNull = -1
     /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
     @exclusivity(unchecked) private var lastNamed: ObjectIdentifier?
     @exclusivity(unchecked) private var lastName = ""
@@ -175,7 +175,7 @@ final class GraphLoader {
     }
 
     /// The model name of `type`, cached: the registry takes a lock.
-    private func name<M: Model>(of type: M.Type) -> String {
+    func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
         if key == lastNamed { return lastName }
         let name = names[key] ?? ModelRegistry.name(of: type)
@@ -226,7 +226,7 @@ final class GraphLoader {
 
     /// The instance for the model at `index`, unretained: the context's existing instance with
     /// that id, or a new, unregistered one. The loader keeps it alive until it is done.
-    private func instance<M: Model>(_ type: M.Type, at index: Int) throws -> Unmanaged<M> {
+    func instance<M: Model>(_ type: M.Type, at index: Int) throws -> Unmanaged<M> {
         if let staged = instances[index] {
             guard let typed = Self.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
             return typed
@@ -263,7 +263,7 @@ final class GraphLoader {
     }
 
     /// A small number for each type the loader made instances of, for ``ModelIDTable``'s slots.
-    private func typeCode<M: Model>(of type: M.Type) -> UInt32 {
+    func typeCode<M: Model>(of type: M.Type) -> UInt32 {
         let key = ObjectIdentifier(M.self)
         if let position = typeCodes.firstIndex(of: key) { return UInt32(position + 1) }
         typeCodes.append(key)
@@ -427,295 +427,5 @@ final class GraphLoader {
         _ storage: ModelStorage<Properties>, _ body: (ModelStorage<Properties>) -> Void
     ) {
         body(storage)
-    }
-
-    /// A reference to the model a pointer node refers to. Built from the pointer's id and the
-    /// instance, without reading the instance's storage (as `ModelRef(target)` would).
-    func reference<D: TreeDocument, T: Model>(
-        to pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
-    ) throws
-        -> ModelRef<T>
-    {
-        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
-        var reference = ModelRef<T>(id: id)
-        target._withUnsafeGuaranteedRef { reference.cached = $0 }
-        return reference
-    }
-
-    /// The model a pointer node refers to, typed as the property that holds it, and its id.
-    /// The path is only built for an error message.
-    func target<D: TreeDocument, T: Model>(
-        of pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
-    ) throws
-        -> (Unmanaged<T>, ModelID)
-    {
-        func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
-            SerializationError(
-                code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
-                found: found)
-        }
-        // One pass over the pointer's members rather than a search per key; the first of
-        // duplicate keys wins, as with `member(of:named:)`.
-        var tag: Int?
-        var nameNode: Int?
-        var idNode: Int?
-        var objectNode: Int?
-        if document.kind(of: pointer) == .object {
-            try document.forEach(in: pointer) { key, value in
-                // Property-list writers share the key strings: a key node seen before is known.
-                let shared = D.nodesAreShared
-                if shared, key == pointerKeys.modelId {
-                    if idNode == nil { idNode = value }
-                    return true
-                } else if shared, key == pointerKeys.model {
-                    if nameNode == nil { nameNode = value }
-                    return true
-                } else if shared, key == pointerKeys.type {
-                    if tag == nil { tag = value }
-                    return true
-                }
-                guard document.kind(of: key) == .string else { return true }
-                if try document.stringEquals(key, "modelId") {
-                    if idNode == nil { idNode = value }
-                    if shared { pointerKeys.modelId = key }
-                } else if try document.stringEquals(key, "model") {
-                    if nameNode == nil { nameNode = value }
-                    if shared { pointerKeys.model = key }
-                } else if try document.stringEquals(key, "__type") {
-                    if tag == nil { tag = value }
-                    if shared { pointerKeys.type = key }
-                } else if try document.stringEquals(key, "objectId") {
-                    if objectNode == nil { objectNode = value }
-                }
-                return true
-            }
-        }
-        if !D.nodesAreShared || tag == nil || tag != pointerKeys.tagValue {
-            guard let tag, document.kind(of: tag) == .string, try document.stringEquals(tag, "ModelPointer") else {
-                throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
-            }
-            if D.nodesAreShared { pointerKeys.tagValue = tag }
-        }
-        let expectedName = name(of: T.self)
-        if !D.nodesAreShared || nameNode == nil || nameNode != pointerKeys.nameValue
-            || pointerKeys.nameType != ObjectIdentifier(T.self)
-        {
-            guard let nameNode, document.kind(of: nameNode) == .string else {
-                throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
-            }
-            guard try document.stringEquals(nameNode, expectedName) else {
-                throw fail(
-                    .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
-            }
-            if D.nodesAreShared { (pointerKeys.nameValue, pointerKeys.nameType) = (nameNode, ObjectIdentifier(T.self)) }
-        }
-        guard let idNode, document.kind(of: idNode) == .string else {
-            throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")
-        }
-        guard let id = try document.modelId(idNode) else {
-            throw fail(
-                .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
-        }
-        if let slot = positions.lookup(id) {
-            // Most targets were made by an earlier pointer of the same type, which checked the
-            // model name: the slot has the instance, and neither the header nor the instance is
-            // read (each is far apart in memory from one pointer to the next).
-            if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
-                return (Unmanaged<T>.fromOpaque(instance), id)
-            }
-            let index = Int(slot.index)
-            guard headers[index].name == expectedName else {
-                throw fail(
-                    .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
-                    "a \(headers[index].name)")
-            }
-            return (try instance(T.self, at: index), id)
-        }
-        switch options.danglingPointers {
-        case .fail:
-            throw fail(
-                .danglingPointer, "", "a pointer to a model in the data",
-                "a pointer to \(expectedName) \(id), which is not in the data")
-        case .placeholder:
-            var objectId: String?
-            if let objectNode, document.kind(of: objectNode) == .string { objectId = try document.string(objectNode) }
-            // Kept alive by `placeholders`.
-            return (Unmanaged.passUnretained(try placeholder(T.self, id: id, objectId: objectId, path: path())), id)
-        }
-    }
-
-    private func placeholder<T: Model>(_ type: T.Type, id: ModelID, objectId: String?, path: [any CodingKey]) throws -> T {
-        if let staged = placeholders[id] ?? context.model(withId: id) {
-            guard let typed = ModelContext.cast(staged, to: T.self) else {
-                throw SerializationError(
-                    .modelTypeConflict, path: describe(path), expected: "model id \(id) to belong to a \(T.modelName)",
-                    found: "a \(Swift.type(of: staged).modelName) with that id in the context")
-            }
-            // Pointers hold it unretained: keep it alive should another thread remove it.
-            if placeholders[id] == nil { owned.append(typed) }
-            return typed
-        }
-        let model = T()
-        model.storage.metadata.modelId = id
-        model.storage.metadata.objectId = objectId
-        model.storage.metadata.state = .needsData
-        placeholders[id] = model
-        placeholderOrder.append(model)
-        return model
-    }
-
-    // MARK: Headers
-
-    /// Reads the header of the model dictionary at `node`.
-    func header<D: TreeDocument>(in document: D, node: Int, properties handle: (Int) -> Int) throws -> Header {
-        let index = headers.count
-        guard document.kind(of: node) == .object else {
-            throw SerializationError(
-                .typeMismatch, modelIndex: index, byteOffset: document.byteOffset(of: node), expected: "a model dictionary",
-                found: document.describeNode(node))
-        }
-        func fail(_ code: SerializationError.Code, _ key: String, _ expected: String, _ name: String?, _ found: Int?)
-            -> SerializationError
-        {
-            SerializationError(
-                code, modelIndex: index, modelName: name, path: key, byteOffset: document.byteOffset(of: found ?? node),
-                expected: expected, found: found.map { document.describeNode($0) } ?? "no \"\(key)\" key")
-        }
-        // One pass over the members (the header keys, and the properties' key).
-        var nameNode: Int?
-        var idNode: Int?
-        var objectNode: Int?
-        var createdNode: Int?
-        var updatedNode: Int?
-        var propertiesNode: Int?
-        try document.forEach(in: node) { key, value in
-            // Property-list writers share the key strings: a key node seen before is known.
-            var which = D.nodesAreShared ? headerKeys.firstIndex(of: key) ?? -1 : -1
-            if which < 0 {
-                guard document.kind(of: key) == .string else { return true }
-                for (position, name) in Self.headerKeyNames.enumerated() where try document.stringEquals(key, name) {
-                    which = position
-                    if D.nodesAreShared { headerKeys[position] = key }
-                    break
-                }
-            }
-            switch which {
-            case 0: propertiesNode = value
-            case 1: idNode = value
-            case 2: nameNode = value
-            case 3: objectNode = value
-            case 4: createdNode = value
-            case 5: updatedNode = value
-            default: break
-            }
-            return true
-        }
-        guard let nameNode else {
-            throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
-        }
-        let name: String
-        if D.nodesAreShared, nameNode == headerName.node {
-            name = headerName.name
-        } else {
-            guard document.kind(of: nameNode) == .string else {
-                throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
-            }
-            name = try document.string(nameNode)
-            if D.nodesAreShared { headerName = (nameNode, name) }
-        }
-        guard let idNode else {
-            throw fail(.valueNotFound, "modelId", "the model id as a string", name, nil)
-        }
-        guard document.kind(of: idNode) == .string else {
-            throw fail(.typeMismatch, "modelId", "the model id as a string", name, idNode)
-        }
-        guard let id = try document.modelId(idNode) else {
-            throw fail(.invalidModelId, "modelId", "a model id (8-4-4-4-12 hexadecimal digits)", name, idNode)
-        }
-        var objectId: String?
-        if let objectNode, !(D.nodesAreShared && objectNode == headerNull), try !document.isNull(objectNode) {
-            guard document.kind(of: objectNode) == .string else {
-                throw fail(.typeMismatch, "objectId", "the object id as a string or null", name, objectNode)
-            }
-            objectId = try document.string(objectNode)
-        } else if D.nodesAreShared, let objectNode {
-            headerNull = objectNode
-        }
-        func date(_ dateNode: Int?, _ key: String) throws -> Date? {
-            guard let dateNode else { return nil }
-            // The forms ModelKit writes, read directly; anything else (or null) as a property.
-            if let date = try? DirectPlan.date(dateNode, document) { return date }
-            guard try !document.isNull(dateNode) else { return nil }
-            let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
-            do {
-                return try dates.date(dateNode, [IndexKey(stringValue: key)])
-            } catch let error as SerializationError {
-                throw error.located(modelIndex: index, modelName: name)
-            }
-        }
-        let createdAt = try date(createdNode, "createdAt")
-        let updatedAt = try date(updatedNode, "updatedAt")
-        guard let propertiesNode else {
-            throw fail(.valueNotFound, "properties", "an object of properties", name, nil)
-        }
-        guard document.kind(of: propertiesNode) == .object else {
-            throw fail(.typeMismatch, "properties", "an object of properties", name, propertiesNode)
-        }
-        return Header(
-            name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
-            properties: handle(propertiesNode))
-    }
-
-    /// Checks the envelope's format name and version.
-    static func checkEnvelope<D: TreeDocument>(in document: D, format: Int?, version: Int?, fallbackNode: Int) throws {
-        guard let format, document.kind(of: format) == .string, try document.stringEquals(format, "ModelKit") else {
-            throw SerializationError(
-                .invalidValue, path: "format", byteOffset: document.byteOffset(of: format ?? fallbackNode),
-                expected: "\"\(Envelope.formatName)\"", found: format.map { document.describeNode($0) } ?? "no \"format\" key")
-        }
-        guard let version, document.kind(of: version) == .integer, case .int(let number) = try document.number(version),
-            number >= 1
-        else {
-            throw SerializationError(
-                .invalidValue, path: "version", byteOffset: document.byteOffset(of: version ?? fallbackNode),
-                expected: "a format version number", found: version.map { document.describeNode($0) } ?? "no \"version\" key")
-        }
-        guard number <= Envelope.version else {
-            throw SerializationError(
-                .unsupportedVersion, path: "version", byteOffset: document.byteOffset(of: version),
-                expected: "format version \(Envelope.version) or earlier (this file needs a newer ModelKit)",
-                found: "version \(number)")
-        }
-    }
-}
-
-extension ModelRef: TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
-        -> ModelRef
-    {
-        if try decoder.document.isNull(node) { return ModelRef() }
-        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path())
-    }
-}
-
-extension ModelArray: TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
-        -> ModelArray
-    {
-        let document = decoder.document
-        guard document.kind(of: node) == .array else {
-            throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path())
-        }
-        let count = try document.count(of: node)
-        var array = ModelArray()
-        array.references.reserveCapacity(count)
-        var cursor = document.startCursor(of: node)
-        for position in 0..<count {
-            let pointer = try document.next(in: node, cursor: &cursor).value
-            array.references.append(
-                try decoder.loader.reference(
-                    to: pointer, in: document, as: Element.self, path: path() + [IndexKey(intValue: position)]))
-        }
-        return array
     }
 }
