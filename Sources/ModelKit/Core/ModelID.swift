@@ -75,29 +75,37 @@ extension ModelID: LosslessStringConvertible, CustomStringConvertible {
     }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> ModelID? {
-        guard bytes.count == 36 else { return nil }
-        var words: (UInt64, UInt64) = (0, 0)
-        var digits = 0
-        for (offset, byte) in bytes.enumerated() {
-            if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
+        // The loader parses an id for every model and every pointer: fixed positions, no
+        // per-character switch, one check for all digits at the end.
+        guard bytes.count == 36, let base = bytes.baseAddress else { return nil }
+        let dash = UInt8(ascii: "-")
+        guard base[8] == dash, base[13] == dash, base[18] == dash, base[23] == dash else { return nil }
+        var bad = false
+        @inline(__always) func digits(_ from: Int, _ count: Int, into word: inout UInt64) {
+            for offset in from..<(from + count) {
+                let byte = base[offset]
+                let digit = byte &- UInt8(ascii: "0")
+                let letter = (byte | 0x20) &- UInt8(ascii: "a")
+                let nibble: UInt8
+                if digit < 10 {
+                    nibble = digit
+                } else if letter < 6 {
+                    nibble = letter &+ 10
+                } else {
+                    bad = true
+                    nibble = 0
+                }
+                word = word << 4 | UInt64(nibble)
             }
-            let nibble: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- UInt8(ascii: "a") &+ 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte &- UInt8(ascii: "A") &+ 10
-            default: return nil
-            }
-            if digits < 16 {
-                words.0 = words.0 << 4 | UInt64(nibble)
-            } else {
-                words.1 = words.1 << 4 | UInt64(nibble)
-            }
-            digits += 1
         }
-        return ModelID(high: words.0, low: words.1)
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        digits(0, 8, into: &high)
+        digits(9, 4, into: &high)
+        digits(14, 4, into: &high)
+        digits(19, 4, into: &low)
+        digits(24, 12, into: &low)
+        return bad ? nil : ModelID(high: high, low: low)
     }
 
     /// The `8-4-4-4-12` uppercase hexadecimal form, as `UUID.uuidString` writes it.

@@ -56,9 +56,18 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     @inline(__always) private func readInt(at offset: Int, size: Int) -> Int {
-        var value = 0
-        for index in 0..<size { value = value << 8 | Int(bytes[offset + index]) }
-        return value
+        // One load for the usual sizes: every reference and offset is read this way.
+        let raw = UnsafeRawPointer(bytes.baseAddress! + offset)
+        switch size {
+        case 1: return Int(raw.load(as: UInt8.self))
+        case 2: return Int(UInt16(bigEndian: raw.loadUnaligned(as: UInt16.self)))
+        case 4: return Int(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self)))
+        case 8: return Int(truncatingIfNeeded: UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)))
+        default:
+            var value = 0
+            for index in 0..<size { value = value << 8 | Int(bytes[offset + index]) }
+            return value
+        }
     }
 
     @inline(__always) func offset(of object: Int) -> Int {
@@ -134,6 +143,21 @@ struct BinaryPlistDocument: TreeDocument {
         let key = isObject ? try reference(at: start + cursor * referenceSize) : value
         cursor += 1
         return (key, value)
+    }
+
+    static var nodesAreShared: Bool { true }
+
+    func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
+        let (count, start) = try extent(node)
+        let isObject = kind(of: node) == .object
+        guard count <= (tableOffset - start) / (referenceSize * (isObject ? 2 : 1)) else {
+            throw malformed(start, "\(count) references", "the end of the object area")
+        }
+        for index in 0..<count {
+            let value = try reference(at: start + (isObject ? count + index : index) * referenceSize)
+            let key = isObject ? try reference(at: start + index * referenceSize) : value
+            guard try body(key, value) else { return }
+        }
     }
 
     func member(of object: Int, named key: String) throws -> Int? {
@@ -217,7 +241,13 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool {
-        try stringEquals(node, text.description)
+        // Keys and tags are ASCII strings: compare the bytes without making a String.
+        let offset = offset(of: node)
+        guard bytes[offset] >> 4 == 0x5 else { return try stringEquals(node, text.description) }
+        let (count, start) = try extent(node)
+        guard count == text.utf8CodeUnitCount else { return false }
+        try check(start, count)
+        return count == 0 || memcmp(bytes.baseAddress! + start, text.utf8Start, count) == 0
     }
 
     func date(_ node: Int) throws -> Double {

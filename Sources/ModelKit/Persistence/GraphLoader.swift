@@ -6,6 +6,10 @@ protocol ModelSource: AnyObject {
     func readHeaders(into loader: GraphLoader) throws
     /// Decodes the properties of the model whose header gave `handle`.
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties
+    /// Fills the properties at `base` with `plan` from the properties `handle` gives (see
+    /// ``DirectPlan/fill(_:from:in:loader:)``).
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
 }
 
 /// Rebuilds models from a persisted file, all or nothing: the file counterpart of ``GraphReader``.
@@ -35,18 +39,64 @@ final class GraphLoader {
     let options: DeserializationOptions
     let source: any ModelSource
     @exclusivity(unchecked) private(set) var headers: [Header] = []
-    @exclusivity(unchecked) private var positions: [ModelID: Int] = [:]
-    @exclusivity(unchecked) private var instances: [(any Model)?] = []
+    @exclusivity(unchecked) var positions = ModelIDTable()
+    /// Whether the context held no model when the load started: then no model of the data can be
+    /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
+    /// needs no lookup under the context's lock.
+    @exclusivity(unchecked) private var contextWasEmpty = false
+    /// The context's change generation when the load started (see ``enlist(_:_:_:)``).
+    @exclusivity(unchecked) private var stagedGeneration: UInt32 = 0
+    /// The instance of each model, unretained: retaining and releasing a model (which has a
+    /// side table) for each pointer to it cost more than the rest of resolving the pointer.
+    /// The batches keep new models alive, `owned` the others.
+    @exclusivity(unchecked) private var instances: [Unmanaged<AnyObject>?] = []
+    /// The type each instance was made as; for a model whose type is not registered, the type of
+    /// the first pointer to it.
+    @exclusivity(unchecked) private var instanceTypes: [(any Model.Type)?] = []
+    @exclusivity(unchecked) var owned: [AnyObject] = []
+    /// The types of instances, by their code in ``ModelIDTable``'s slots (code = position + 1).
+    @exclusivity(unchecked) private var typeCodes: [ObjectIdentifier] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
     @exclusivity(unchecked) private var wasInContext: [Bool] = []
-    @exclusivity(unchecked) private var placeholders: [ModelID: any Model] = [:]
-    @exclusivity(unchecked) private var placeholderOrder: [any Model] = []
+    @exclusivity(unchecked) var placeholders: [ModelID: any Model] = [:]
+    @exclusivity(unchecked) var placeholderOrder: [any Model] = []
     @exclusivity(unchecked) private var updates: [() -> Void] = []
-    @exclusivity(unchecked) private var inserts: [ModelContext.LoadedModel] = []
+    /// The new models to register at commit, one batch per type.
+    @exclusivity(unchecked) private var batches: [any LoadedModelBatch] = []
+    @exclusivity(unchecked) private var batchIndex: [ObjectIdentifier: Int] = [:]
+    /// The batch last appended to, and its type: models of one type mostly come together.
+    @exclusivity(unchecked) private var lastBatchType: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastBatch: AnyObject?
     @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
+    @exclusivity(unchecked) private var plans: [ObjectIdentifier: DirectPlan?] = [:]
+    @exclusivity(unchecked) private var lastPlanType: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastPlan: DirectPlan?
     @exclusivity(unchecked) private var types: [String: any Model.Type] = [:]
     @exclusivity(unchecked) private var names: [ObjectIdentifier: String] = [:]
+    /// Nodes of shared documents (see ``TreeDocument/nodesAreShared``) known to hold a pointer's
+    /// keys, its "ModelPointer" tag, and a model name checked against a type.
+    struct PointerKeys {
+        var modelId = -1
+        var model = -1
+        var type = -1
+        var tagValue = -1
+        var nameValue = -1
+        var nameType: ObjectIdentifier?
+    }
+    @exclusivity(unchecked) var pointerKeys = PointerKeys()
+    /// The keys of a model's header, and the nodes of shared documents known to hold them.
+    static let headerKeyNames = ["properties", "modelId", "model", "objectId", "createdAt", "updatedAt"]
+    @exclusivity(unchecked) var headerKeys = [Int](repeating: -1, count: 6)
+    /// In shared documents: the node of the last model name read, and of a null object id.
+    @exclusivity(unchecked) var headerName = (node: -1, name: "")
+    @exclusivity(unchecked) var headerNull = -1
+    /// The last type `name(of:)` was asked about, and its name: pointers mostly repeat it.
+    @exclusivity(unchecked) private var lastNamed: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastName = ""
+    /// The last name `type(named:)` found a type for, and the type.
+    @exclusivity(unchecked) private var lastTypeName = ""
+    @exclusivity(unchecked) private var lastType: (any Model.Type)?
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
 
@@ -56,11 +106,17 @@ final class GraphLoader {
         self.source = source
     }
 
+    /// Makes room for `count` models, when the source knows how many there are (growing the id
+    /// table rehashes every id in it).
+    func reserveCapacity(_ count: Int) {
+        headers.reserveCapacity(count)
+        if positions.count == 0 { positions = ModelIDTable(minimumCapacity: count) }
+    }
+
     /// Adds a model's header, checking that its id is new to the data.
     func add(_ header: Header) throws {
         let index = headers.count
-        if let first = positions.updateValue(index, forKey: header.id) {
-            positions[header.id] = first
+        if let first = positions.insert(header.id, index: index) {
             throw SerializationError(
                 .duplicateModelId, modelIndex: index, modelName: header.name, path: "modelId",
                 expected: "a model id not used by another model in the data",
@@ -71,8 +127,11 @@ final class GraphLoader {
 
     /// Loads every model in the data into the context.
     func loadAll() throws {
+        contextWasEmpty = context.isEmpty
+        stagedGeneration = context.changeGeneration
         try source.readHeaders(into: self)
         instances = Array(repeating: nil, count: headers.count)
+        instanceTypes = Array(repeating: nil, count: headers.count)
         wasInContext = Array(repeating: false, count: headers.count)
         try decodeAll()
         commit()
@@ -80,13 +139,16 @@ final class GraphLoader {
 
     /// Loads every model and returns the first, which must be a `Root`.
     func load<Root: Model>(root: Root.Type) throws -> Root {
+        contextWasEmpty = context.isEmpty
+        stagedGeneration = context.changeGeneration
         try source.readHeaders(into: self)
         guard !headers.isEmpty else {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
         }
         instances = Array(repeating: nil, count: headers.count)
+        instanceTypes = Array(repeating: nil, count: headers.count)
         wasInContext = Array(repeating: false, count: headers.count)
-        let rootInstance = try instantiate(Root.self, at: 0)
+        let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
         try decodeAll()
         commit()
         return rootInstance
@@ -96,7 +158,7 @@ final class GraphLoader {
         for update in updates { update() }
         // New models were marked as members of the context when they were filled in; the few
         // the context turns away (another thread inserted the same id meanwhile) are unmarked.
-        for model in context.registerLoaded(inserts) { Self.detach(model) }
+        for model in context.registerLoaded(batches) { Self.detach(model) }
         for model in placeholderOrder { insert(model) }
     }
 
@@ -113,15 +175,18 @@ final class GraphLoader {
     }
 
     /// The model name of `type`, cached: the registry takes a lock.
-    private func name<M: Model>(of type: M.Type) -> String {
+    func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
-        if let name = names[key] { return name }
-        let name = ModelRegistry.name(of: type)
+        if key == lastNamed { return lastName }
+        let name = names[key] ?? ModelRegistry.name(of: type)
         names[key] = name
+        (lastNamed, lastName) = (key, name)
         return name
     }
 
     private func type(named name: String) -> (any Model.Type)? {
+        if let lastType, name == lastTypeName { return lastType }
+        defer { (lastTypeName, lastType) = (name, types[name]) }
         if let known = types[name] { return known }
         let type = ModelRegistry.type(named: name)
         if let type { types[name] = type }
@@ -137,15 +202,15 @@ final class GraphLoader {
         while progress && remaining > 0 {
             progress = false
             for index in headers.indices where !decoded[index] {
-                let instance: any Model
-                if let staged = instances[index] {
-                    instance = staged
-                } else if let type = type(named: headers[index].name) {
-                    instance = try instantiate(type, at: index)
+                let type: any Model.Type
+                if let staged = instanceTypes[index] {
+                    type = staged
+                } else if let registered = self.type(named: headers[index].name) {
+                    type = registered
                 } else {
                     continue
                 }
-                try stage(instance, at: index)
+                try stage(type, at: index)
                 decoded[index] = true
                 remaining -= 1
                 progress = true
@@ -159,31 +224,104 @@ final class GraphLoader {
         }
     }
 
-    /// The instance for the model at `index`: the context's existing instance with that id, or a
-    /// new, unregistered one.
-    private func instantiate<M: Model>(_ type: M.Type, at index: Int) throws -> M {
+    /// The instance for the model at `index`, unretained: the context's existing instance with
+    /// that id, or a new, unregistered one. The loader keeps it alive until it is done.
+    func instance<M: Model>(_ type: M.Type, at index: Int) throws -> Unmanaged<M> {
         if let staged = instances[index] {
-            guard let typed = ModelContext.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
+            guard let typed = Self.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
             return typed
         }
-        let header = headers[index]
         let name = name(of: M.self)
-        guard header.name == name else { throw conflict(at: index, expected: M.self) }
-        if let existing = context.model(withId: header.id) {
+        guard headers[index].name == name else { throw conflict(at: index, expected: M.self) }
+        if !contextWasEmpty, let existing = context.model(withId: headers[index].id) {
             guard let typed = ModelContext.cast(existing, to: M.self) else {
                 throw SerializationError(
-                    .modelTypeConflict, modelIndex: index, modelName: header.name, path: "modelId",
-                    expected: "model id \(header.id) to belong to a \(name)",
+                    .modelTypeConflict, modelIndex: index, modelName: headers[index].name, path: "modelId",
+                    expected: "model id \(headers[index].id) to belong to a \(name)",
                     found: "a \(Swift.type(of: existing).modelName) with that id in the context")
             }
-            instances[index] = typed
+            owned.append(typed)
+            instances[index] = Unmanaged.passUnretained(typed)
+            instanceTypes[index] = Swift.type(of: existing)
             wasInContext[index] = true
-            return typed
+            return Unmanaged.passUnretained(typed)
         }
         let model = M()
-        model.storage.metadata.modelId = header.id
-        instances[index] = model
-        return model
+        model.storage.metadata.modelId = headers[index].id
+        // The batch that registers it at commit keeps it alive until then (retaining it now,
+        // before any weak reference gives it a side table, takes the fast path).
+        if isContextFree(M.self) {
+            owned.append(model)
+        } else {
+            enlist(model, model.storage.box, headers[index])
+        }
+        instances[index] = Unmanaged.passUnretained(model)
+        instanceTypes[index] = M.self
+        positions.setInstance(
+            Unmanaged.passUnretained(model).toOpaque(), typeCode: typeCode(of: M.self), for: headers[index].id)
+        return Unmanaged.passUnretained(model)
+    }
+
+    /// A small number for each type the loader made instances of, for ``ModelIDTable``'s slots.
+    func typeCode<M: Model>(of type: M.Type) -> UInt32 {
+        let key = ObjectIdentifier(M.self)
+        if let position = typeCodes.firstIndex(of: key) { return UInt32(position + 1) }
+        typeCodes.append(key)
+        return UInt32(typeCodes.count)
+    }
+
+    /// `object as? M` for an unretained object, with a fast path for a final model class.
+    @inline(__always)
+    private static func cast<M: Model>(_ object: Unmanaged<AnyObject>, to type: M.Type) -> Unmanaged<M>? {
+        let exact = object._withUnsafeGuaranteedRef { ObjectIdentifier(Swift.type(of: $0)) == ObjectIdentifier(M.self) }
+        if exact { return Unmanaged<M>.fromOpaque(object.toOpaque()) }
+        return object._withUnsafeGuaranteedRef { $0 as? M }.map { Unmanaged.passUnretained($0) }
+    }
+
+    private func isContextFree<M: Model>(_ type: M.Type) -> Bool {
+        let key = ObjectIdentifier(M.self)
+        if let known = contextFree[key] { return known }
+        let isContextFree = M.self is any ContextFreeModel.Type
+        contextFree[key] = isContextFree
+        return isContextFree
+    }
+
+    /// The direct plan for `M`'s properties, cached (the plans' cache takes a lock).
+    private func plan<M: Model>(for type: M.Type) -> DirectPlan? {
+        let key = ObjectIdentifier(M.self)
+        if key == lastPlanType { return lastPlan }
+        let plan = plans[key] ?? DirectPlan.of(M.self)
+        plans.updateValue(plan, forKey: key)
+        (lastPlanType, lastPlan) = (key, plan)
+        return plan
+    }
+
+    /// Adds a new model to its type's batch, registered at commit. Its type slot and inserted
+    /// generation are set now, while its storage is at hand: registering then has nothing to
+    /// write to it when the type's list was empty and nothing changed meanwhile (otherwise it
+    /// sets them again).
+    private func enlist<M: Model>(_ model: M, _ box: ModelBox<M.Properties>, _ header: Header) {
+        let batch = batch(for: M.self)
+        box.typeSlot = batch.count
+        box.insertedGeneration = stagedGeneration
+        batch.append(model, id: header.id, objectId: header.objectId)
+    }
+
+    /// The batch that registers the new models of type `M`.
+    private func batch<M: Model>(for type: M.Type) -> ModelContext.LoadedModels<M> {
+        let key = ObjectIdentifier(M.self)
+        if key == lastBatchType, let lastBatch { return unsafeDowncast(lastBatch, to: ModelContext.LoadedModels<M>.self) }
+        let batch: ModelContext.LoadedModels<M>
+        if let position = batchIndex[key] {
+            batch = unsafeDowncast(batches[position], to: ModelContext.LoadedModels<M>.self)
+        } else {
+            ModelRegistry.noteUse(of: M.self)
+            batch = ModelContext.LoadedModels<M>(presetGeneration: stagedGeneration)
+            batchIndex[key] = batches.count
+            batches.append(batch)
+        }
+        (lastBatchType, lastBatch) = (key, batch)
+        return batch
     }
 
     private func conflict<M: Model>(at index: Int, expected: M.Type) -> SerializationError {
@@ -194,8 +332,23 @@ final class GraphLoader {
 
     /// Decodes the properties of the model at `index`: applied at once to a new instance, queued
     /// for one already in the context.
-    private func stage<M: Model>(_ model: M, at index: Int) throws {
+    private func stage<M: Model>(_ type: M.Type, at index: Int) throws {
+        let unmanaged = try instance(M.self, at: index)
         let header = headers[index]
+        if !wasInContext[index], let plan = plan(for: M.self) {
+            // A new model holds its type's default values: fill them in place. Anything the plan
+            // cannot read (or an error) leaves it to the Codable path below, which decodes all
+            // the values again, or throws the error it describes.
+            let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
+            let filled =
+                (try? withUnsafeMutablePointer(to: &box.values) {
+                    try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
+                }) ?? false
+            if filled {
+                Self.stamp(box, header, joining: isContextFree(M.self) ? nil : context)
+                return
+            }
+        }
         let properties: M.Properties
         do {
             properties = try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
@@ -211,16 +364,14 @@ final class GraphLoader {
         let context = self.context
         guard wasInContext[index] else {
             // Not visible to anyone yet: fill it in now, register it at commit.
-            let key = ObjectIdentifier(M.self)
-            let isContextFree = contextFree[key] ?? (M.self is any ContextFreeModel.Type)
-            contextFree[key] = isContextFree
-            Self.apply(properties, header, to: model, joining: isContextFree ? nil : context)
-            if !isContextFree {
-                if inserts.isEmpty || inserts[inserts.count - 1].type != key { ModelRegistry.noteUse(of: M.self) }
-                inserts.append(ModelContext.LoadedModel(model: model, type: key, id: header.id, objectId: header.objectId))
-            }
+            let isContextFree = isContextFree(M.self)
+            // The values move into the storage: copying them would copy every string, array
+            // and weak reference in them.
+            let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
+            Self.fill(box, with: properties, header, joining: isContextFree ? nil : context)
             return
         }
+        let model = unmanaged.takeUnretainedValue()
         updates.append {
             let oldObjectId = model.storage.metadata.objectId
             // An existing model: loading is a reset of its changes, and observers and indexes
@@ -251,232 +402,30 @@ final class GraphLoader {
         }
     }
 
+    /// Fills in a new model's storage: its values, identity and membership.
+    private static func fill<Properties>(
+        _ box: ModelBox<Properties>, with properties: consuming Properties, _ header: Header, joining context: ModelContext?
+    ) {
+        box.values = properties
+        stamp(box, header, joining: context)
+    }
+
+    /// Gives a new model its identity and membership.
+    private static func stamp<Properties>(_ box: ModelBox<Properties>, _ header: Header, joining context: ModelContext?) {
+        box.metadata.objectId = header.objectId
+        if let createdAt = header.createdAt { box.metadata.createdAt = createdAt }
+        if let updatedAt = header.updatedAt { box.metadata.updatedAt = updatedAt }
+        box.metadata.state = .loaded
+        if let context {
+            // What ModelContext.insert does to a model it takes, done in the same access.
+            box.context = context
+            box.metadata.membership = .managed
+        }
+    }
+
     private static func update<Properties>(
         _ storage: ModelStorage<Properties>, _ body: (ModelStorage<Properties>) -> Void
     ) {
         body(storage)
-    }
-
-    /// A reference to the model a pointer node refers to. Built from the pointer's id and the
-    /// instance, without reading the instance's storage (as `ModelRef(target)` would).
-    func reference<D: TreeDocument, T: Model>(
-        to pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
-    ) throws
-        -> ModelRef<T>
-    {
-        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
-        var reference = ModelRef<T>(id: id)
-        reference.cached = target
-        return reference
-    }
-
-    /// The model a pointer node refers to, typed as the property that holds it, and its id.
-    /// The path is only built for an error message.
-    func target<D: TreeDocument, T: Model>(
-        of pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
-    ) throws
-        -> (T, ModelID)
-    {
-        func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
-            SerializationError(
-                code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
-                found: found)
-        }
-        guard let tag = try document.typeTag(of: pointer), try document.stringEquals(tag, "ModelPointer") else {
-            throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
-        }
-        let expectedName = name(of: T.self)
-        guard let nameNode = try document.member(of: pointer, named: "model"), document.kind(of: nameNode) == .string else {
-            throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
-        }
-        guard try document.stringEquals(nameNode, expectedName) else {
-            throw fail(
-                .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
-        }
-        guard let idNode = try document.member(of: pointer, named: "modelId"), document.kind(of: idNode) == .string else {
-            throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")
-        }
-        guard let id = try document.modelId(idNode) else {
-            throw fail(
-                .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
-        }
-        if let index = positions[id] {
-            guard headers[index].name == expectedName else {
-                throw fail(
-                    .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
-                    "a \(headers[index].name)")
-            }
-            return (try instantiate(T.self, at: index), id)
-        }
-        switch options.danglingPointers {
-        case .fail:
-            throw fail(
-                .danglingPointer, "", "a pointer to a model in the data",
-                "a pointer to \(expectedName) \(id), which is not in the data")
-        case .placeholder:
-            var objectId: String?
-            if let node = try document.member(of: pointer, named: "objectId"), document.kind(of: node) == .string {
-                objectId = try document.string(node)
-            }
-            return (try placeholder(T.self, id: id, objectId: objectId, path: path()), id)
-        }
-    }
-
-    private func placeholder<T: Model>(_ type: T.Type, id: ModelID, objectId: String?, path: [any CodingKey]) throws -> T {
-        if let staged = placeholders[id] ?? context.model(withId: id) {
-            guard let typed = ModelContext.cast(staged, to: T.self) else {
-                throw SerializationError(
-                    .modelTypeConflict, path: describe(path), expected: "model id \(id) to belong to a \(T.modelName)",
-                    found: "a \(Swift.type(of: staged).modelName) with that id in the context")
-            }
-            return typed
-        }
-        let model = T()
-        model.storage.metadata.modelId = id
-        model.storage.metadata.objectId = objectId
-        model.storage.metadata.state = .needsData
-        placeholders[id] = model
-        placeholderOrder.append(model)
-        return model
-    }
-
-    // MARK: Headers
-
-    /// Reads the header of the model dictionary at `node`.
-    func header<D: TreeDocument>(in document: D, node: Int, properties handle: (Int) -> Int) throws -> Header {
-        let index = headers.count
-        guard document.kind(of: node) == .object else {
-            throw SerializationError(
-                .typeMismatch, modelIndex: index, byteOffset: document.byteOffset(of: node), expected: "a model dictionary",
-                found: document.describeNode(node))
-        }
-        func fail(_ code: SerializationError.Code, _ key: String, _ expected: String, _ name: String?, _ found: Int?)
-            -> SerializationError
-        {
-            SerializationError(
-                code, modelIndex: index, modelName: name, path: key, byteOffset: document.byteOffset(of: found ?? node),
-                expected: expected, found: found.map { document.describeNode($0) } ?? "no \"\(key)\" key")
-        }
-        // One pass over the members (the header keys, and the properties' key).
-        var nameNode: Int?
-        var idNode: Int?
-        var objectNode: Int?
-        var createdNode: Int?
-        var updatedNode: Int?
-        var propertiesNode: Int?
-        var cursor = document.startCursor(of: node)
-        for _ in 0..<(try document.count(of: node)) {
-            let (key, value) = try document.next(in: node, cursor: &cursor)
-            guard document.kind(of: key) == .string else { continue }
-            if try document.stringEquals(key, "properties") {
-                propertiesNode = value
-            } else if try document.stringEquals(key, "modelId") {
-                idNode = value
-            } else if try document.stringEquals(key, "model") {
-                nameNode = value
-            } else if try document.stringEquals(key, "objectId") {
-                objectNode = value
-            } else if try document.stringEquals(key, "createdAt") {
-                createdNode = value
-            } else if try document.stringEquals(key, "updatedAt") {
-                updatedNode = value
-            }
-        }
-        guard let nameNode else {
-            throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
-        }
-        guard document.kind(of: nameNode) == .string else {
-            throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
-        }
-        let name = try document.string(nameNode)
-        guard let idNode else {
-            throw fail(.valueNotFound, "modelId", "the model id as a string", name, nil)
-        }
-        guard document.kind(of: idNode) == .string else {
-            throw fail(.typeMismatch, "modelId", "the model id as a string", name, idNode)
-        }
-        guard let id = try document.modelId(idNode) else {
-            throw fail(.invalidModelId, "modelId", "a model id (8-4-4-4-12 hexadecimal digits)", name, idNode)
-        }
-        var objectId: String?
-        if let objectNode, try !document.isNull(objectNode) {
-            guard document.kind(of: objectNode) == .string else {
-                throw fail(.typeMismatch, "objectId", "the object id as a string or null", name, objectNode)
-            }
-            objectId = try document.string(objectNode)
-        }
-        let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
-        func date(_ dateNode: Int?, _ key: String) throws -> Date? {
-            guard let dateNode, try !document.isNull(dateNode) else { return nil }
-            do {
-                return try dates.date(dateNode, [IndexKey(stringValue: key)])
-            } catch let error as SerializationError {
-                throw error.located(modelIndex: index, modelName: name)
-            }
-        }
-        let createdAt = try date(createdNode, "createdAt")
-        let updatedAt = try date(updatedNode, "updatedAt")
-        guard let propertiesNode else {
-            throw fail(.valueNotFound, "properties", "an object of properties", name, nil)
-        }
-        guard document.kind(of: propertiesNode) == .object else {
-            throw fail(.typeMismatch, "properties", "an object of properties", name, propertiesNode)
-        }
-        return Header(
-            name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
-            properties: handle(propertiesNode))
-    }
-
-    /// Checks the envelope's format name and version.
-    static func checkEnvelope<D: TreeDocument>(in document: D, format: Int?, version: Int?, fallbackNode: Int) throws {
-        guard let format, document.kind(of: format) == .string, try document.stringEquals(format, "ModelKit") else {
-            throw SerializationError(
-                .invalidValue, path: "format", byteOffset: document.byteOffset(of: format ?? fallbackNode),
-                expected: "\"\(Envelope.formatName)\"", found: format.map { document.describeNode($0) } ?? "no \"format\" key")
-        }
-        guard let version, document.kind(of: version) == .integer, case .int(let number) = try document.number(version),
-            number >= 1
-        else {
-            throw SerializationError(
-                .invalidValue, path: "version", byteOffset: document.byteOffset(of: version ?? fallbackNode),
-                expected: "a format version number", found: version.map { document.describeNode($0) } ?? "no \"version\" key")
-        }
-        guard number <= Envelope.version else {
-            throw SerializationError(
-                .unsupportedVersion, path: "version", byteOffset: document.byteOffset(of: version),
-                expected: "format version \(Envelope.version) or earlier (this file needs a newer ModelKit)",
-                found: "version \(number)")
-        }
-    }
-}
-
-extension ModelRef: TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
-        -> ModelRef
-    {
-        if try decoder.document.isNull(node) { return ModelRef() }
-        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path())
-    }
-}
-
-extension ModelArray: TreeReference {
-    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
-        -> ModelArray
-    {
-        let document = decoder.document
-        guard document.kind(of: node) == .array else {
-            throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path())
-        }
-        let count = try document.count(of: node)
-        var array = ModelArray()
-        array.references.reserveCapacity(count)
-        var cursor = document.startCursor(of: node)
-        for position in 0..<count {
-            let pointer = try document.next(in: node, cursor: &cursor).value
-            array.references.append(
-                try decoder.loader.reference(
-                    to: pointer, in: document, as: Element.self, path: path() + [IndexKey(intValue: position)]))
-        }
-        return array
     }
 }

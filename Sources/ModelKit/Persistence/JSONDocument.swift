@@ -36,6 +36,26 @@ struct JSONDocument: TreeDocument {
         return (value, value)
     }
 
+    static var nodesAreShared: Bool { false }
+
+    func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
+        let container = entry(node)
+        var cursor = node + 1
+        if container.kind == .object {
+            for _ in 0..<Int(container.count) {
+                let key = cursor
+                cursor = skip(key + 1)
+                guard try body(key, key + 1) else { return }
+            }
+        } else {
+            for _ in 0..<Int(container.count) {
+                let value = cursor
+                cursor = skip(value)
+                guard try body(value, value) else { return }
+            }
+        }
+    }
+
     func member(of object: Int, named key: String) throws -> Int? {
         var key = key
         return try key.withUTF8 { wanted -> Int? in

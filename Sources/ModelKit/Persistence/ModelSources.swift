@@ -156,10 +156,11 @@ final class JSONSource: ModelSource {
             return FastISODate.parse(text)
         }
         guard literal(#"{"model":""#), let nameBytes = plainString(), literal(#","modelId":""#),
-            let idBytes = plainString(), let id = ModelID.parse(idBytes), literal(#","objectId":"#)
+            let idBytes = plainString(), let id = ModelID.parse(idBytes)
         else { return nil }
+        // Writers may leave out a null object id.
         var objectId: String?
-        if !literal("null") {
+        if literal(#","objectId":"#), !literal("null") {
             guard literal("\""), let text = plainString() else { return nil }
             objectId = String(decoding: text, as: UTF8.self)
         }
@@ -197,6 +198,14 @@ final class JSONSource: ModelSource {
             depth: 1, renames: info.renames)
         return try M.Properties(from: decoder)
     }
+
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
+    {
+        _ = try tape.parse(at: handle)
+        var unused: [Int] = []
+        return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader, keyNodes: &unused)
+    }
 }
 
 /// Models from a binary property list, read in place.
@@ -233,10 +242,11 @@ final class BinaryPlistSource: ModelSource {
                 .typeMismatch, byteOffset: document.byteOffset(of: top), expected: "a dictionary or an array of models",
                 found: document.describeNode(top))
         }
-        var cursor = document.startCursor(of: models)
-        for _ in 0..<(try document.count(of: models)) {
-            let node = try document.next(in: models, cursor: &cursor).value
+        // Each model is at least one object: a damaged count reserves no more than that.
+        loader.reserveCapacity(min(try document.count(of: models), document.objectCount))
+        try document.forEach(in: models) { _, node in
             try loader.add(loader.header(in: document, node: node) { $0 })
+            return true
         }
     }
 
@@ -247,6 +257,24 @@ final class BinaryPlistSource: ModelSource {
             renames: info.renames)
         return try M.Properties(from: decoder)
     }
+
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
+    {
+        let key = ObjectIdentifier(plan)
+        if key != lastPlan {
+            if let lastPlan { keyNodes[lastPlan] = lastKeyNodes }
+            lastKeyNodes = keyNodes[key] ?? Array(repeating: -1, count: plan.fields.count)
+            lastPlan = key
+        }
+        return try plan.fill(base, from: handle, in: document, loader: loader, keyNodes: &lastKeyNodes)
+    }
+
+    /// The key nodes of each plan's fields (see ``DirectPlan/fill(_:from:in:loader:keyNodes:)``),
+    /// those of the plan used last apart.
+    @exclusivity(unchecked) private var keyNodes: [ObjectIdentifier: [Int]] = [:]
+    @exclusivity(unchecked) private var lastPlan: ObjectIdentifier?
+    @exclusivity(unchecked) private var lastKeyNodes: [Int] = []
 }
 
 /// Picks the reader for `data` from its first bytes and runs `body` with it while the bytes are

@@ -12,6 +12,21 @@ protocol TreeReference {
         -> Self
 }
 
+extension TreeReference {
+    /// Decodes the reference into `destination`, which the caller reads back as its own type:
+    /// returning it as `any TreeReference` would box it (a reference holds a weak reference and an
+    /// optional id, too big for an existential's inline buffer) and cast it back, copying the weak
+    /// reference twice, for every pointer.
+    static func decodeReference<D: TreeDocument>(
+        from node: Int, decoder: TreeDecoder<D>, into destination: UnsafeMutableRawPointer, path: () -> [any CodingKey]
+    ) throws {
+        destination.initializeMemory(as: Self.self, to: try decodeReference(from: node, decoder: decoder, path: path))
+    }
+}
+
+/// `[String].self`, whose metadata would otherwise be looked up for every value decoded.
+private let stringArrayType = ObjectIdentifier([String].self)
+
 final class TreeDecoder<D: TreeDocument>: Decoder {
     let document: D
     let node: Int
@@ -198,7 +213,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     {
         if T.self == String.self { return unsafeBitCast(try string(node, path()), to: T.self) }
         if T.self == Date.self { return unsafeBitCast(try date(node, path()), to: T.self) }
-        if T.self == [String].self {
+        if ObjectIdentifier(T.self) == stringArrayType {
             guard document.kind(of: node) == .array else { throw mismatch("an array", node, path()) }
             var result: [String] = []
             var cursor = document.startCursor(of: node)
@@ -232,7 +247,12 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             return unsafeBitCast(point, to: T.self)
         }
         if let reference = T.self as? any TreeReference.Type {
-            return try reference.decodeReference(from: node, decoder: self, path: { path() }) as! T
+            // `T` is the opened type: the memory is written and read as the same type.
+            return try withUnsafeTemporaryAllocation(of: T.self, capacity: 1) { buffer in
+                let slot = buffer.baseAddress!
+                try reference.decodeReference(from: node, decoder: self, into: UnsafeMutableRawPointer(slot), path: { path() })
+                return slot.move()
+            }
         }
         guard depth < SerializationError.maximumDepth else {
             throw SerializationError(

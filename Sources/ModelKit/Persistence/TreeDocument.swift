@@ -45,6 +45,14 @@ protocol TreeDocument {
     func data(_ node: Int) throws -> Data
     /// A date from ISO text, parsed from the string node's bytes.
     func isoDate(_ node: Int) throws -> Date?
+    /// Calls `body` with the key and value of each member of an object node (for an array, each
+    /// element twice), in order, until it returns `false`: ``next(in:cursor:)`` without finding
+    /// and checking the container again for each member.
+    func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws
+    /// Whether a node number names the same value wherever it appears, so that a node found to
+    /// hold a key can be recognized by its number (property-list objects, which writers share;
+    /// not JSON tape entries, which are reused from model to model).
+    static var nodesAreShared: Bool { get }
 }
 
 extension TreeDocument {

@@ -1,0 +1,114 @@
+import Foundation
+
+extension DirectPlan {
+    /// Fills the properties at `base` (a new model's, holding its default values) from the
+    /// properties object `node`.
+    ///
+    /// Returns `false`, with the properties partly filled, whenever the data is anything but
+    /// what the `Codable` path reads without error or fallback (a missing key, another type, an
+    /// ISO date in another form, …): the caller then decodes them through `Codable`, which
+    /// overwrites them all or reports the error. Unknown keys are skipped and the first of
+    /// duplicate keys wins, as with `Codable`.
+    ///
+    /// `keyNodes` remembers, for documents whose nodes are shared, the node of each field's key
+    /// (-1 while unknown); it must have one entry per field.
+    func fill<D: TreeDocument>(
+        _ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader, keyNodes: inout [Int]
+    ) throws -> Bool {
+        guard document.kind(of: node) == .object else { return false }
+        let fields = self.fields
+        var filled: UInt64 = 0
+        // Keys come in the order the fields were written, which is the plan's order.
+        var expected = 0
+        var complete = true
+        try document.forEach(in: node) { key, value in
+            var found = -1
+            if D.nodesAreShared, let known = keyNodes.firstIndex(of: key) {
+                found = known
+            } else {
+                guard document.kind(of: key) == .string else {
+                    complete = false
+                    return false
+                }
+                if expected < fields.count, try document.stringEquals(key, fields[expected].key) {
+                    found = expected
+                } else {
+                    for position in fields.indices where try document.stringEquals(key, fields[position].key) {
+                        found = position
+                        break
+                    }
+                }
+                guard found >= 0 else { return true }
+                if D.nodesAreShared { keyNodes[found] = key }
+            }
+            expected = found + 1
+            let bit: UInt64 = 1 << UInt64(found)
+            guard filled & bit == 0 else { return true }
+            filled |= bit
+            complete = try assign(fields[found].kind, value, to: base + fields[found].offset, document, loader)
+            return complete
+        }
+        return complete && filled == (fields.count == 64 ? ~0 : (1 << UInt64(fields.count)) - 1)
+    }
+
+    private func assign<D: TreeDocument>(
+        _ kind: Kind, _ node: Int, to field: UnsafeMutableRawPointer, _ document: D, _ loader: GraphLoader
+    ) throws -> Bool {
+        switch kind {
+        case .string:
+            guard document.kind(of: node) == .string else { return false }
+            field.assumingMemoryBound(to: String.self).pointee = try document.string(node)
+        case .int:
+            guard document.kind(of: node) == .integer, case .int(let number) = try document.number(node) else { return false }
+            field.assumingMemoryBound(to: Int.self).pointee = Int(number)
+        case .double:
+            let nodeKind = document.kind(of: node)
+            guard nodeKind == .integer || nodeKind == .real else { return false }
+            let value: Double
+            switch try document.number(node) {
+            case .int(let number): value = Double(number)
+            case .uint(let number): value = Double(number)
+            case .double(let number): value = number
+            }
+            field.assumingMemoryBound(to: Double.self).pointee = value
+        case .date:
+            guard let date = try Self.date(node, document) else { return false }
+            field.assumingMemoryBound(to: Date.self).pointee = date
+        case .strings:
+            guard document.kind(of: node) == .array else { return false }
+            let count = try document.count(of: node)
+            var strings: [String] = []
+            strings.reserveCapacity(count)
+            var allStrings = true
+            try document.forEach(in: node) { _, element in
+                allStrings = document.kind(of: element) == .string
+                if allStrings { strings.append(try document.string(element)) }
+                return allStrings
+            }
+            guard allStrings else { return false }
+            field.assumingMemoryBound(to: [String].self).pointee = strings
+        case .reference(let reference):
+            return try reference.assign(node, in: document, loader: loader, to: field)
+        }
+        return true
+    }
+
+    /// A date as `TreeDecoder.date` reads the forms ModelKit writes: a native date, or a
+    /// `{"__type": "Date", "iso": …}` object (or bare ISO text) that the fast ISO parser or the
+    /// general one reads.
+    static func date<D: TreeDocument>(_ node: Int, _ document: D) throws -> Date? {
+        switch document.kind(of: node) {
+        case .date:
+            return Date(timeIntervalSinceReferenceDate: try document.date(node))
+        case .string:
+            return try document.isoDate(node)
+        case .object:
+            guard let tag = try document.typeTag(of: node), try document.stringEquals(tag, "Date"),
+                let iso = try document.member(of: node, named: "iso"), document.kind(of: iso) == .string
+            else { return nil }
+            return try document.isoDate(iso)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+
+/// Where each property of a model's `Properties` lives in memory and how to read it from a
+/// document, so that a new model's properties can be filled in place instead of through
+/// `Codable` (whose containers, existentials and per-key dispatch cost more than the reading).
+///
+/// Learned once per type, like ``PropertyLayout``: a probing decoder runs the type's
+/// `init(from:)`, handing every key a value unique to it, and each value is then looked for in
+/// the bytes of the result. There is a plan only when every key the initializer asks for is a
+/// `String`, `Int`, `Double`, `Date`, `[String]`, ``ModelRef`` or ``ModelArray`` found at exactly
+/// one place, when two probes with different values leave every other byte alike (nothing is
+/// derived from the decoded values), and when the type renames no property. Anything else
+/// (optionals, nested values, custom decoding) keeps the `Codable` path.
+final class DirectPlan: @unchecked Sendable {
+    enum Kind {
+        case string, int, double, date, strings
+        case reference(any DirectReference)
+    }
+
+    struct Field {
+        let key: String
+        let offset: Int
+        let kind: Kind
+    }
+
+    /// In the order the initializer asks for them, which is the order the writer writes them.
+    let fields: [Field]
+
+    private init(fields: [Field]) {
+        self.fields = fields
+    }
+
+    private struct Entry: @unchecked Sendable {
+        let plan: DirectPlan?
+    }
+
+    private static let cache = Locked([ObjectIdentifier: Entry]())
+
+    /// The plan for `M`, probed on first use; `nil` when its properties need `Codable`.
+    static func of<M: Model>(_ type: M.Type) -> DirectPlan? {
+        let key = ObjectIdentifier(M.self)
+        if let known = cache.withLock({ $0[key] }) { return known.plan }
+        let plan = probe(M.self)
+        cache.withLock { $0[key] = Entry(plan: plan) }
+        return plan
+    }
+
+    private static func probe<M: Model>(_ type: M.Type) -> DirectPlan? {
+        if M.self is any PropertyRenaming.Type { return nil }
+        guard let first = run(M.self, variant: 0), let second = run(M.self, variant: 1),
+            first.entries.count == second.entries.count,
+            first.entries.count <= 64
+        else { return nil }
+        var fields: [Field] = []
+        var covered = [Bool](repeating: false, count: first.bytes.count)
+        for (one, other) in zip(first.entries, second.entries) {
+            guard one.key == other.key, fields.allSatisfy({ $0.key != one.key }),
+                let offset = uniqueOffset(of: one.pattern, in: first.bytes),
+                uniqueOffset(of: other.pattern, in: second.bytes) == offset
+            else { return nil }
+            for position in offset..<(offset + one.pattern.count) {
+                guard !covered[position] else { return nil }
+                covered[position] = true
+            }
+            fields.append(Field(key: one.key, offset: offset, kind: one.kind))
+        }
+        // Bytes no field covers must not depend on the decoded values.
+        for position in covered.indices where !covered[position] {
+            guard first.bytes[position] == second.bytes[position] else { return nil }
+        }
+        // Filling assigns a value of the field's type over the default instance's: the default
+        // must be one (an initializer may decode a String into a `String?` that is nil by
+        // default, whose bytes are no String), as its encoding shows.
+        guard case .object(let defaults)? = DefaultValues.of(M.self) else { return nil }
+        for field in fields {
+            switch (field.kind, defaults[field.key]) {
+            case (.string, .string?), (.int, .int?), (.double, .double?), (.double, .int?), (.date, .date?),
+                (.strings, .array?):
+                continue
+            case (.reference(let reference), .array?) where reference.holdsArray: continue
+            case (.reference(let reference), .null?) where !reference.holdsArray: continue
+            default: return nil
+            }
+        }
+        return DirectPlan(fields: fields)
+    }
+
+    private static func uniqueOffset(of pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard pattern.count <= bytes.count else { return nil }
+        let offsets = stride(from: 0, through: bytes.count - pattern.count, by: 8).filter {
+            bytes[$0..<($0 + pattern.count)].elementsEqual(pattern)
+        }
+        return offsets.count == 1 ? offsets[0] : nil
+    }
+
+    /// One probe: the keys asked for with their values' bytes, and the bytes of the result
+    /// (copied field by field into zeroed memory, so that padding reads as zero).
+    private static func run<M: Model>(_ type: M.Type, variant: Int) -> (entries: [DirectProbeRecorder.Entry], bytes: [UInt8])? {
+        let recorder = DirectProbeRecorder(variant: variant)
+        guard let probed = try? M.Properties(from: DirectProbe(recorder: recorder)), !recorder.failed else { return nil }
+        let size = MemoryLayout<M.Properties>.size
+        let memory = UnsafeMutableRawPointer.allocate(
+            byteCount: max(size, 1), alignment: MemoryLayout<M.Properties>.alignment)
+        defer { memory.deallocate() }
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: max(size, 1))
+        let typed = memory.bindMemory(to: M.Properties.self, capacity: 1)
+        withUnsafePointer(to: probed) { typed.initialize(from: $0, count: 1) }
+        defer { typed.deinitialize(count: 1) }
+        let bytes = Array(UnsafeRawBufferPointer(start: memory, count: size))
+        withExtendedLifetime(recorder) {}
+        return (recorder.entries, bytes)
+    }
+}
+
+/// A property that holds references, filled from a pointer node (or an array of them).
+protocol DirectReference: Sendable {
+    /// Whether the property is a ``ModelArray`` (else a ``ModelRef``).
+    var holdsArray: Bool { get }
+    /// Reads `node` and assigns the result to the property at `field`; `false` when the node is
+    /// not what the `Codable` path reads without error.
+    func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
+        -> Bool
+}
+
+/// Reference types that can hand the probe a value of their own, unique to one key.
+protocol DirectProbed {
+    static func probeValue(_ recorder: DirectProbeRecorder) -> (value: Self, field: any DirectReference)
+}
+
+struct DirectModelRef<Target: Model>: DirectReference {
+    var holdsArray: Bool { false }
+
+    func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
+        -> Bool
+    {
+        let slot = field.assumingMemoryBound(to: ModelRef<Target>.self)
+        if try document.isNull(node) {
+            slot.pointee = ModelRef()
+        } else {
+            slot.pointee = try loader.reference(to: node, in: document, as: Target.self, path: [])
+        }
+        return true
+    }
+}
+
+struct DirectModelArray<Element: Model>: DirectReference {
+    var holdsArray: Bool { true }
+
+    func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
+        -> Bool
+    {
+        guard document.kind(of: node) == .array else { return false }
+        let count = try document.count(of: node)
+        var references: [ModelRef<Element>] = []
+        references.reserveCapacity(count)
+        try document.forEach(in: node) { _, pointer in
+            references.append(try loader.reference(to: pointer, in: document, as: Element.self, path: []))
+            return true
+        }
+        var array = ModelArray<Element>()
+        array.references = references
+        field.assumingMemoryBound(to: ModelArray<Element>.self).pointee = array
+        return true
+    }
+}
+
+extension ModelRef: DirectProbed {
+    static func probeValue(_ recorder: DirectProbeRecorder) -> (value: ModelRef, field: any DirectReference) {
+        (ModelRef(id: recorder.uniqueID()), DirectModelRef<Target>())
+    }
+}
+
+extension ModelArray: DirectProbed {
+    static func probeValue(_ recorder: DirectProbeRecorder) -> (value: ModelArray, field: any DirectReference) {
+        // A one-element array: its buffer, and so the array's bytes, are unique.
+        var array = ModelArray()
+        array.references = [ModelRef(id: recorder.uniqueID())]
+        return (array, DirectModelArray<Element>())
+    }
+}
+
+/// The values the probe handed out, by key.
+final class DirectProbeRecorder {
+    struct Entry {
+        let key: String
+        let kind: DirectPlan.Kind
+        let pattern: [UInt8]
+    }
+
+    private(set) var entries: [Entry] = []
+    /// Set when the initializer asked for something the plan cannot fill.
+    var failed = false
+    private var counter: UInt64 = 0
+    private let salt = UInt64.random(in: 0 ... .max)
+    /// The second probe's values differ from the first's in every respect a derived value
+    /// could depend on: text and length of strings, element counts, numbers.
+    private let variant: Int
+
+    init(variant: Int) {
+        self.variant = variant
+    }
+    /// The values handed out, kept alive so that their buffers (and so their bytes) stay unique.
+    private var kept: [Any] = []
+
+    func uniqueID() -> ModelID {
+        counter += 1
+        return ModelID(high: salt, low: 0xD1EC_7000_0000_0000 | counter)
+    }
+
+    func record<T>(_ key: String, _ kind: DirectPlan.Kind, _ value: T) -> T {
+        kept.append(value)
+        entries.append(Entry(key: key, kind: kind, pattern: withUnsafeBytes(of: value) { Array($0) }))
+        return value
+    }
+
+    func string(_ key: String) -> String {
+        counter += 1
+        // Longer than 15 bytes, so it lives in its own buffer and its bytes are unique.
+        return record(key, .string, "modelkit-direct-probe-\(counter)-\(salt)" + (variant == 0 ? "" : "-second"))
+    }
+
+    func int(_ key: String) -> Int {
+        counter += 1
+        return record(
+            key, .int, Int(bitPattern: UInt(0x5EED_D000_0000_0000 | (salt & 0xFFFF_0000) | counter << 1 | UInt64(variant))))
+    }
+
+    func double(_ key: String) -> Double {
+        counter += 1
+        return record(key, .double, 1e15 + Double(counter) + Double(salt % 1000) * 1e6 + 0.25 + Double(variant) * 0.5)
+    }
+
+    func date(_ key: String) -> Date {
+        counter += 1
+        let seconds = 9e8 + Double(salt % 100_000) * 10 + Double(counter) + 0.25 + Double(variant) * 0.5
+        return record(key, .date, Date(timeIntervalSinceReferenceDate: seconds))
+    }
+
+    func strings(_ key: String) -> [String] {
+        counter += 1
+        // Its buffer, and so the array's bytes, are unique.
+        let element = "modelkit-direct-probe-\(counter)-\(salt)"
+        return record(key, .strings, variant == 0 ? [element] : [element, element + "-second"])
+    }
+}
+
+private struct DirectProbeFailure: Error {}
+
+/// The probing decoder: unique values for the keys the plan can fill, a failure for anything
+/// else.
+private struct DirectProbe: Decoder {
+    let recorder: DirectProbeRecorder
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(Keyed<Key>(recorder: recorder))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw DirectProbeFailure() }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { throw DirectProbeFailure() }
+
+    struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let recorder: DirectProbeRecorder
+        var codingPath: [any CodingKey] { [] }
+        var allKeys: [Key] {
+            recorder.failed = true
+            return []
+        }
+
+        func contains(_ key: Key) -> Bool {
+            recorder.failed = true
+            return true
+        }
+
+        func decodeNil(forKey key: Key) throws -> Bool { throw DirectProbeFailure() }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { recorder.string(key.stringValue) }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { recorder.int(key.stringValue) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { recorder.double(key.stringValue) }
+
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            if T.self == String.self { return recorder.string(key.stringValue) as! T }
+            if T.self == Int.self { return recorder.int(key.stringValue) as! T }
+            if T.self == Double.self { return recorder.double(key.stringValue) as! T }
+            if T.self == Date.self { return recorder.date(key.stringValue) as! T }
+            if T.self == [String].self { return recorder.strings(key.stringValue) as! T }
+            if let probed = T.self as? any DirectProbed.Type {
+                let (value, field) = probed.probeValue(recorder)
+                return recorder.record(key.stringValue, .reference(field), value as! T)
+            }
+            throw DirectProbeFailure()
+        }
+
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { throw DirectProbeFailure() }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { throw DirectProbeFailure() }
+        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { throw DirectProbeFailure() }
+        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { throw DirectProbeFailure() }
+        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { throw DirectProbeFailure() }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { throw DirectProbeFailure() }
+        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { throw DirectProbeFailure() }
+        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { throw DirectProbeFailure() }
+        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { throw DirectProbeFailure() }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { throw DirectProbeFailure() }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { throw DirectProbeFailure() }
+
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+            -> KeyedDecodingContainer<NestedKey>
+        {
+            throw DirectProbeFailure()
+        }
+
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer { throw DirectProbeFailure() }
+        func superDecoder() throws -> any Decoder { throw DirectProbeFailure() }
+        func superDecoder(forKey key: Key) throws -> any Decoder { throw DirectProbeFailure() }
+    }
+}

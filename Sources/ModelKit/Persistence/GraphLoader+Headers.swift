@@ -1,0 +1,128 @@
+import Foundation
+
+// Headers: a model dictionary's name, id, object id and dates, and the envelope's format and
+// version, read the same way from any document.
+
+extension GraphLoader {
+    /// Reads the header of the model dictionary at `node`.
+    func header<D: TreeDocument>(in document: D, node: Int, properties handle: (Int) -> Int) throws -> Header {
+        let index = headers.count
+        guard document.kind(of: node) == .object else {
+            throw SerializationError(
+                .typeMismatch, modelIndex: index, byteOffset: document.byteOffset(of: node), expected: "a model dictionary",
+                found: document.describeNode(node))
+        }
+        func fail(_ code: SerializationError.Code, _ key: String, _ expected: String, _ name: String?, _ found: Int?)
+            -> SerializationError
+        {
+            SerializationError(
+                code, modelIndex: index, modelName: name, path: key, byteOffset: document.byteOffset(of: found ?? node),
+                expected: expected, found: found.map { document.describeNode($0) } ?? "no \"\(key)\" key")
+        }
+        // One pass over the members (the header keys, and the properties' key).
+        var nameNode: Int?
+        var idNode: Int?
+        var objectNode: Int?
+        var createdNode: Int?
+        var updatedNode: Int?
+        var propertiesNode: Int?
+        try document.forEach(in: node) { key, value in
+            // Property-list writers share the key strings: a key node seen before is known.
+            var which = D.nodesAreShared ? headerKeys.firstIndex(of: key) ?? -1 : -1
+            if which < 0 {
+                guard document.kind(of: key) == .string else { return true }
+                for (position, name) in Self.headerKeyNames.enumerated() where try document.stringEquals(key, name) {
+                    which = position
+                    if D.nodesAreShared { headerKeys[position] = key }
+                    break
+                }
+            }
+            switch which {
+            case 0: propertiesNode = value
+            case 1: idNode = value
+            case 2: nameNode = value
+            case 3: objectNode = value
+            case 4: createdNode = value
+            case 5: updatedNode = value
+            default: break
+            }
+            return true
+        }
+        guard let nameNode else {
+            throw fail(.valueNotFound, "model", "the model name as a string", nil, nil)
+        }
+        let name: String
+        if D.nodesAreShared, nameNode == headerName.node {
+            name = headerName.name
+        } else {
+            guard document.kind(of: nameNode) == .string else {
+                throw fail(.typeMismatch, "model", "the model name as a string", nil, nameNode)
+            }
+            name = try document.string(nameNode)
+            if D.nodesAreShared { headerName = (nameNode, name) }
+        }
+        guard let idNode else {
+            throw fail(.valueNotFound, "modelId", "the model id as a string", name, nil)
+        }
+        guard document.kind(of: idNode) == .string else {
+            throw fail(.typeMismatch, "modelId", "the model id as a string", name, idNode)
+        }
+        guard let id = try document.modelId(idNode) else {
+            throw fail(.invalidModelId, "modelId", "a model id (8-4-4-4-12 hexadecimal digits)", name, idNode)
+        }
+        var objectId: String?
+        if let objectNode, !(D.nodesAreShared && objectNode == headerNull), try !document.isNull(objectNode) {
+            guard document.kind(of: objectNode) == .string else {
+                throw fail(.typeMismatch, "objectId", "the object id as a string or null", name, objectNode)
+            }
+            objectId = try document.string(objectNode)
+        } else if D.nodesAreShared, let objectNode {
+            headerNull = objectNode
+        }
+        func date(_ dateNode: Int?, _ key: String) throws -> Date? {
+            guard let dateNode else { return nil }
+            // The forms ModelKit writes, read directly; anything else (or null) as a property.
+            if let date = try? DirectPlan.date(dateNode, document) { return date }
+            guard try !document.isNull(dateNode) else { return nil }
+            let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
+            do {
+                return try dates.date(dateNode, [IndexKey(stringValue: key)])
+            } catch let error as SerializationError {
+                throw error.located(modelIndex: index, modelName: name)
+            }
+        }
+        let createdAt = try date(createdNode, "createdAt")
+        let updatedAt = try date(updatedNode, "updatedAt")
+        guard let propertiesNode else {
+            throw fail(.valueNotFound, "properties", "an object of properties", name, nil)
+        }
+        guard document.kind(of: propertiesNode) == .object else {
+            throw fail(.typeMismatch, "properties", "an object of properties", name, propertiesNode)
+        }
+        return Header(
+            name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
+            properties: handle(propertiesNode))
+    }
+
+    /// Checks the envelope's format name and version.
+    static func checkEnvelope<D: TreeDocument>(in document: D, format: Int?, version: Int?, fallbackNode: Int) throws {
+        guard let format, document.kind(of: format) == .string, try document.stringEquals(format, "ModelKit") else {
+            throw SerializationError(
+                .invalidValue, path: "format", byteOffset: document.byteOffset(of: format ?? fallbackNode),
+                expected: "\"\(Envelope.formatName)\"", found: format.map { document.describeNode($0) } ?? "no \"format\" key")
+        }
+        guard let version, document.kind(of: version) == .integer, case .int(let number) = try document.number(version),
+            number >= 1
+        else {
+            throw SerializationError(
+                .invalidValue, path: "version", byteOffset: document.byteOffset(of: version ?? fallbackNode),
+                expected: "a format version number", found: version.map { document.describeNode($0) } ?? "no \"version\" key")
+        }
+        guard number <= Envelope.version else {
+            throw SerializationError(
+                .unsupportedVersion, path: "version", byteOffset: document.byteOffset(of: version),
+                expected: "format version \(Envelope.version) or earlier (this file needs a newer ModelKit)",
+                found: "version \(number)")
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+
+// Pointers: how the loader turns a pointer node into a reference to the instance it names.
+
+extension GraphLoader {
+    /// A reference to the model a pointer node refers to. Built from the pointer's id and the
+    /// instance, without reading the instance's storage (as `ModelRef(target)` would).
+    func reference<D: TreeDocument, T: Model>(
+        to pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
+    ) throws
+        -> ModelRef<T>
+    {
+        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
+        var reference = ModelRef<T>(id: id)
+        target._withUnsafeGuaranteedRef { reference.cached = $0 }
+        return reference
+    }
+
+    /// The model a pointer node refers to, typed as the property that holds it, and its id.
+    /// The path is only built for an error message.
+    func target<D: TreeDocument, T: Model>(
+        of pointer: Int, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey]
+    ) throws
+        -> (Unmanaged<T>, ModelID)
+    {
+        func fail(_ code: SerializationError.Code, _ suffix: String, _ expected: String, _ found: String) -> SerializationError {
+            SerializationError(
+                code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
+                found: found)
+        }
+        // One pass over the pointer's members rather than a search per key; the first of
+        // duplicate keys wins, as with `member(of:named:)`.
+        var tag: Int?
+        var nameNode: Int?
+        var idNode: Int?
+        var objectNode: Int?
+        if document.kind(of: pointer) == .object {
+            try document.forEach(in: pointer) { key, value in
+                // Property-list writers share the key strings: a key node seen before is known.
+                let shared = D.nodesAreShared
+                if shared, key == pointerKeys.modelId {
+                    if idNode == nil { idNode = value }
+                    return true
+                } else if shared, key == pointerKeys.model {
+                    if nameNode == nil { nameNode = value }
+                    return true
+                } else if shared, key == pointerKeys.type {
+                    if tag == nil { tag = value }
+                    return true
+                }
+                guard document.kind(of: key) == .string else { return true }
+                if try document.stringEquals(key, "modelId") {
+                    if idNode == nil { idNode = value }
+                    if shared { pointerKeys.modelId = key }
+                } else if try document.stringEquals(key, "model") {
+                    if nameNode == nil { nameNode = value }
+                    if shared { pointerKeys.model = key }
+                } else if try document.stringEquals(key, "__type") {
+                    if tag == nil { tag = value }
+                    if shared { pointerKeys.type = key }
+                } else if try document.stringEquals(key, "objectId") {
+                    if objectNode == nil { objectNode = value }
+                }
+                return true
+            }
+        }
+        if !D.nodesAreShared || tag == nil || tag != pointerKeys.tagValue {
+            guard let tag, document.kind(of: tag) == .string, try document.stringEquals(tag, "ModelPointer") else {
+                throw fail(.typeMismatch, "", "a ModelPointer to a \(T.modelName)", document.describeNode(pointer))
+            }
+            if D.nodesAreShared { pointerKeys.tagValue = tag }
+        }
+        let expectedName = name(of: T.self)
+        if !D.nodesAreShared || nameNode == nil || nameNode != pointerKeys.nameValue
+            || pointerKeys.nameType != ObjectIdentifier(T.self)
+        {
+            guard let nameNode, document.kind(of: nameNode) == .string else {
+                throw fail(.valueNotFound, ".model", "the model name of the pointer's target", "no \"model\" string")
+            }
+            guard try document.stringEquals(nameNode, expectedName) else {
+                throw fail(
+                    .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
+            }
+            if D.nodesAreShared { (pointerKeys.nameValue, pointerKeys.nameType) = (nameNode, ObjectIdentifier(T.self)) }
+        }
+        guard let idNode, document.kind(of: idNode) == .string else {
+            throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")
+        }
+        guard let id = try document.modelId(idNode) else {
+            throw fail(
+                .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
+        }
+        if let slot = positions.lookup(id) {
+            // Most targets were made by an earlier pointer of the same type, which checked the
+            // model name: the slot has the instance, and neither the header nor the instance is
+            // read (each is far apart in memory from one pointer to the next).
+            if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
+                return (Unmanaged<T>.fromOpaque(instance), id)
+            }
+            let index = Int(slot.index)
+            guard headers[index].name == expectedName else {
+                throw fail(
+                    .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
+                    "a \(headers[index].name)")
+            }
+            return (try instance(T.self, at: index), id)
+        }
+        switch options.danglingPointers {
+        case .fail:
+            throw fail(
+                .danglingPointer, "", "a pointer to a model in the data",
+                "a pointer to \(expectedName) \(id), which is not in the data")
+        case .placeholder:
+            var objectId: String?
+            if let objectNode, document.kind(of: objectNode) == .string { objectId = try document.string(objectNode) }
+            // Kept alive by `placeholders`.
+            return (Unmanaged.passUnretained(try placeholder(T.self, id: id, objectId: objectId, path: path())), id)
+        }
+    }
+
+    private func placeholder<T: Model>(_ type: T.Type, id: ModelID, objectId: String?, path: [any CodingKey]) throws -> T {
+        if let staged = placeholders[id] ?? context.model(withId: id) {
+            guard let typed = ModelContext.cast(staged, to: T.self) else {
+                throw SerializationError(
+                    .modelTypeConflict, path: describe(path), expected: "model id \(id) to belong to a \(T.modelName)",
+                    found: "a \(Swift.type(of: staged).modelName) with that id in the context")
+            }
+            // Pointers hold it unretained: keep it alive should another thread remove it.
+            if placeholders[id] == nil { owned.append(typed) }
+            return typed
+        }
+        let model = T()
+        model.storage.metadata.modelId = id
+        model.storage.metadata.objectId = objectId
+        model.storage.metadata.state = .needsData
+        placeholders[id] = model
+        placeholderOrder.append(model)
+        return model
+    }
+}
+
+extension ModelRef: TreeReference {
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
+        -> ModelRef
+    {
+        if try decoder.document.isNull(node) { return ModelRef() }
+        return try decoder.loader.reference(to: node, in: decoder.document, as: Target.self, path: path())
+    }
+}
+
+extension ModelArray: TreeReference {
+    static func decodeReference<D: TreeDocument>(from node: Int, decoder: TreeDecoder<D>, path: () -> [any CodingKey]) throws
+        -> ModelArray
+    {
+        let document = decoder.document
+        guard document.kind(of: node) == .array else {
+            throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path())
+        }
+        let count = try document.count(of: node)
+        var array = ModelArray()
+        array.references.reserveCapacity(count)
+        var cursor = document.startCursor(of: node)
+        for position in 0..<count {
+            let pointer = try document.next(in: node, cursor: &cursor).value
+            array.references.append(
+                try decoder.loader.reference(
+                    to: pointer, in: document, as: Element.self, path: path() + [IndexKey(intValue: position)]))
+        }
+        return array
+    }
+}

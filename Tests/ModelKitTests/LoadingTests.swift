@@ -1,0 +1,178 @@
+import Foundation
+import ModelKit
+import Testing
+
+/// A model whose decoding derives a value from another: its properties must go through its own
+/// `init(from:)`, never be filled in place.
+final class Shouted: Model {
+    struct Properties: Codable, Equatable {
+        var word = ""
+        var length = 0
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            word = try container.decode(String.self, forKey: .word)
+            length = word.count
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(word, forKey: .word)
+        }
+
+        private enum CodingKeys: String, CodingKey { case word }
+    }
+    let storage = ModelStorage(Properties())
+}
+
+/// A model whose initializer decodes required values into optional properties that are nil by
+/// default: the direct plan only fills properties whose defaults encode as the decoded type, so
+/// these go through the initializer.
+final class Nicknamed: Model {
+    struct Properties: Codable, Equatable {
+        var nickname: String?
+        var rank: Int?
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            nickname = try container.decode(String.self, forKey: .nickname)
+            rank = try container.decode(Int.self, forKey: .rank)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(nickname, forKey: .nickname)
+            try container.encodeIfPresent(rank, forKey: .rank)
+        }
+
+        private enum CodingKeys: String, CodingKey { case nickname, rank }
+    }
+    let storage = ModelStorage(Properties())
+}
+
+@Suite("Loading")
+struct LoadingTests {
+    init() {
+        try? ModelRegistry.register(Author.self, Post.self, Note.self, Shouted.self, Nicknamed.self)
+    }
+
+    static let id1 = "00000000-0000-0000-0000-0000000000A1"
+    static let id2 = "00000000-0000-0000-0000-0000000000A2"
+
+    func envelope(_ models: String) -> Data {
+        Data(#"{"format":"ModelKit","version":1,"models":[\#(models)]}"#.utf8)
+    }
+
+    /// `value` with every `objectId` key whose value is not a string removed, at any depth.
+    func withoutNullObjectIds(_ value: Any) -> Any {
+        if let dictionary = value as? [String: Any] {
+            var result: [String: Any] = [:]
+            for (key, element) in dictionary where key != "objectId" || element is String {
+                result[key] = withoutNullObjectIds(element)
+            }
+            return result
+        }
+        if let array = value as? [Any] { return array.map(withoutNullObjectIds) }
+        return value
+    }
+
+    @Test("files that leave out null object ids, in headers and pointers, load as before")
+    func missingObjectIds() throws {
+        let source = ModelContext()
+        makeBlog(authors: 2, postsPerAuthor: 3, in: source)
+        source.models(of: Post.self)[0].objectId = "kept"
+        let json = String(decoding: try source.data(format: .json), as: UTF8.self)
+        #expect(json.contains(#""objectId":null"#))
+        let stripped = json.replacingOccurrences(of: #","objectId":null"#, with: "")
+        #expect(!stripped.contains(#""objectId":null"#) && stripped.contains(#""objectId":"kept""#))
+
+        let plist = try PropertyListSerialization.propertyList(from: source.data(format: .binaryPropertyList), format: nil)
+        let strippedPlist = try PropertyListSerialization.data(
+            fromPropertyList: withoutNullObjectIds(plist), format: .binary, options: 0)
+
+        for data in [Data(stripped.utf8), strippedPlist] {
+            let target = ModelContext()
+            try target.load(data)
+            #expect(try snapshot(target) == snapshot(source))
+            #expect(target.model(Post.self, objectId: "kept") != nil)
+            for post in target.models(of: Post.self) {
+                let author = try #require(post.storage.properties.author.resolve(in: target))
+                #expect(author.posts.contains { $0 === post })
+            }
+        }
+    }
+
+    @Test("a pointer without an object id makes a placeholder without one")
+    func pointerWithoutObjectId() throws {
+        let pointer = #"{"__type":"ModelPointer","model":"Author","modelId":"\#(Self.id2)"}"#
+        let post = #"{"model":"Post","modelId":"\#(Self.id1)","properties":{"author":\#(pointer)}}"#
+        let context = ModelContext()
+        try context.load(envelope(post), options: DeserializationOptions(danglingPointers: .placeholder))
+        let author = try #require(context.model(Author.self, modelId: ModelID(Self.id2)!))
+        #expect(author.modelState == .needsData)
+        #expect(author.objectId == nil)
+        #expect(context.model(Post.self, modelId: ModelID(Self.id1)!)?.author === author)
+    }
+
+    @Test("properties in another order, with unknown, repeated and missing keys, read as Codable reads them")
+    func propertiesOutOfOrder() throws {
+        let shuffled = #"{"tags":["a","b"],"extra":{"x":[1,2]},"title":"first","body":"B","title":"second"}"#
+        let missing = #"{"title":"only"}"#
+        let context = ModelContext()
+        try context.load(
+            envelope(
+                #"{"model":"Post","modelId":"\#(Self.id1)","properties":\#(shuffled)},"#
+                    + #"{"model":"Post","modelId":"\#(Self.id2)","properties":\#(missing)}"#))
+        let one = try #require(context.model(Post.self, modelId: ModelID(Self.id1)!))
+        #expect(one.title == "first")
+        #expect(one.body == "B")
+        #expect(one.tags == ["a", "b"])
+        #expect(one.author == nil)
+        let two = try #require(context.model(Post.self, modelId: ModelID(Self.id2)!))
+        #expect(two.title == "only")
+        #expect(two.body == "" && two.tags.isEmpty && two.author == nil)
+    }
+
+    @Test("a value of the wrong type in a model filled in place is still a typed error, and nothing loads")
+    func mismatchAfterOtherModels() throws {
+        let context = ModelContext()
+        let good = #"{"model":"Note","modelId":"\#(Self.id1)","properties":{"text":"ok","count":1}}"#
+        let bad = #"{"model":"Note","modelId":"\#(Self.id2)","properties":{"text":"ok","count":1.5}}"#
+        do {
+            try context.load(envelope(good + "," + bad))
+            Issue.record("loaded a Note whose count is 1.5")
+        } catch let error as SerializationError {
+            #expect(error.modelIndex == 1)
+            #expect(error.path == "properties.count")
+        }
+        #expect(context.isEmpty)
+    }
+
+    @Test("properties with a custom init(from:) that derives values go through it", arguments: PersistenceFormat.allCases)
+    func derivedValues(format: PersistenceFormat) throws {
+        let source = ModelContext()
+        for word in ["a", "hello", "ünïcödé"] {
+            Shouted.instance(in: source).word = word
+        }
+        let target = ModelContext()
+        try target.load(source.data(format: format))
+        let loaded = target.models(of: Shouted.self)
+        #expect(loaded.count == 3)
+        for model in loaded { #expect(model.length == model.word.count && model.length > 0) }
+    }
+
+    @Test("required values decoded into optional properties that are nil by default")
+    func optionalFromRequired() throws {
+        let context = ModelContext()
+        let models = (1...3).map {
+            #"{"model":"Nicknamed","modelId":"\#(Self.id1.dropLast())\#($0)","properties":{"nickname":"n\#($0)","rank":\#($0)}}"#
+        }
+        try context.load(envelope(models.joined(separator: ",")))
+        #expect(Set(context.models(of: Nicknamed.self).compactMap { $0.nickname }) == ["n1", "n2", "n3"])
+        #expect(Set(context.models(of: Nicknamed.self).compactMap { $0.rank }) == [1, 2, 3])
+    }
+}
