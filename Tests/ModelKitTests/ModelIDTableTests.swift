@@ -6,10 +6,10 @@ import Testing
 @Suite("The id table of the graph writer")
 struct ModelIDTableTests {
     /// Checks `table` against a dictionary holding the same entries, and ids that are not there.
-    private func check(_ table: borrowing ModelIDTable, against expected: [ModelID: Int], missing: [ModelID]) {
+    private func check(_ table: ModelIDTable, against expected: [ModelID: Int], missing: [ModelID]) {
         #expect(table.count == expected.count)
-        for (id, value) in expected { #expect(table.value(for: id) == value) }
-        for id in missing { #expect(table.value(for: id) == nil) }
+        for (id, value) in expected { #expect(table.index(of: id) == value) }
+        for id in missing { #expect(table.index(of: id) == nil) }
     }
 
     @Test("counter ids, random ids and runs of counters under two prefixes all map to their values")
@@ -24,7 +24,7 @@ struct ModelIDTableTests {
         var table = ModelIDTable()  // grows from the smallest size
         var expected: [ModelID: Int] = [:]
         for (value, id) in all.enumerated() {
-            #expect(table.insert(id, value: value) == value)
+            #expect(table.insert(id, index: value) == nil)
             expected[id] = value
         }
         let missing = (5_000..<5_100).map { ModelID(high: 42, low: UInt64($0)) } + [ModelID(high: 44, low: 1)]
@@ -33,21 +33,21 @@ struct ModelIDTableTests {
 
     @Test("inserting an id again keeps and returns its first value")
     func duplicates() {
-        var table = ModelIDTable(expected: 4)
+        var table = ModelIDTable(minimumCapacity: 4)
         let id = ModelID(high: 1, low: 2)
-        #expect(table.insert(id, value: 7) == 7)
-        #expect(table.insert(id, value: 9) == 7)
+        #expect(table.insert(id, index: 7) == nil)
+        #expect(table.insert(id, index: 9) == 7)
         #expect(table.count == 1)
-        #expect(table.value(for: id) == 7)
+        #expect(table.index(of: id) == 7)
     }
 
     @Test("an empty table finds nothing, including the all-zero id")
     func empty() {
         let table = ModelIDTable()
-        #expect(table.value(for: ModelID(high: 0, low: 0)) == nil)
+        #expect(table.index(of: ModelID(high: 0, low: 0)) == nil)
         #expect(table.count == 0)
         var zero = ModelIDTable()
-        zero.insert(ModelID(high: 0, low: 0), value: 0)
-        #expect(zero.value(for: ModelID(high: 0, low: 0)) == 0)
+        zero.insert(ModelID(high: 0, low: 0), index: 0)
+        #expect(zero.index(of: ModelID(high: 0, low: 0)) == 0)
     }
 }

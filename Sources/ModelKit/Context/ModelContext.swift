@@ -48,13 +48,21 @@ public final class ModelContext: @unchecked Sendable {
             list.models.append(model)
         }
 
-        /// Removes `model`, found at `slot`, from its type's list in O(1), moving the last model
-        /// into its place. `slot` is passed in because a model moving to another context has
-        /// already been given its slot there.
-        mutating func removeFromTypeList<M: Model>(_ model: M, at slot: Int) {
+        /// Removes `model`, expected at `hint`, from its type's list in O(1), moving the last model
+        /// into its place. The hint is passed in because a model moving to another context has
+        /// already been given its slot there; if the model is not at the hint (another thread
+        /// moved it there meanwhile), the list is searched.
+        mutating func removeFromTypeList<M: Model>(_ model: M, at hint: Int) {
             guard let existing = byType[ObjectIdentifier(M.self)] else { return }
             let list = unsafeDowncast(existing, to: TypeList<M>.self)
-            guard list.models.indices.contains(slot), list.models[slot] === model else { return }
+            let slot: Int
+            if list.models.indices.contains(hint), list.models[hint] === model {
+                slot = hint
+            } else if let found = list.models.firstIndex(where: { $0 === model }) {
+                slot = found
+            } else {
+                return
+            }
             let last = list.models.removeLast()
             if slot < list.models.count {
                 list.models[slot] = last
@@ -225,16 +233,19 @@ public final class ModelContext: @unchecked Sendable {
     ///
     /// - Complexity: O(1).
     public func remove<M: Model>(_ model: M) {
-        remove(model, typeSlot: model.storage.box.typeSlot)
+        remove(model, typeSlot: nil)
     }
 
-    private func remove<M: Model>(_ model: M, typeSlot: Int) {
+    /// - Parameter typeSlot: Where the model is in this context's list of its type, when the
+    ///   caller knows it; `nil` reads it from the model under the lock (removing another model
+    ///   moves one, under the lock).
+    private func remove<M: Model>(_ model: M, typeSlot: Int?) {
         let id = model.storage.metadata.modelId
         let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
         let removed = registry.withLock { registry -> Bool in
             guard let held = registry.models[id], held === model else { return false }
             registry.models[id] = nil
-            registry.removeFromTypeList(model, at: typeSlot)
+            registry.removeFromTypeList(model, at: typeSlot ?? model.storage.box.typeSlot)
             if let objectId = model.storage.metadata.objectId {
                 let key = ObjectKey(type: ObjectIdentifier(M.self), objectId: objectId)
                 if registry.objectIds[key] === model { registry.objectIds[key] = nil }

@@ -1,97 +1,111 @@
-/// A map from ``ModelID`` to a small integer (a position in a list), for the hot loops of writing
-/// and loading whole graphs.
+/// Model ids to positions (a model's index in a file or a list), for the hot loops of writing
+/// and loading whole graphs: open addressing with linear probing over one flat array.
 ///
 /// `Dictionary<ModelID, Int>` hashes the 16 bytes of every key with SipHash, which costs more
-/// than the rest of a lookup. Ids are already well spread (a random process prefix, a counter), so
-/// one multiplication mixes them enough; the table probes linearly in one flat allocation.
+/// than the rest of resolving a pointer. Here one multiply-xorshift-multiply over the two words
+/// picks the slot, keyed by secret random constants chosen once per process, so that a crafted
+/// file cannot pile its ids into one run of slots.
 ///
 /// At a million models the table is far larger than the caches, and a lookup is one cache miss.
-/// Ids made one after the other (a counter) are often looked up one after the other too (a post
-/// after post pointing to author after author), so runs of eight consecutive counter values share
-/// a home block of eight slots: three cache lines instead of eight.
+/// Ids made one after the other (ModelKit's ids are a process prefix and a counter) are often
+/// looked up one after the other too (post after post pointing to author after author), so runs
+/// of eight consecutive counter values share a home block of eight slots: a few cache lines
+/// instead of eight. A block holds at most eight ids, whatever the input.
 ///
-/// Not copyable: one owner frees the memory.
-struct ModelIDTable: ~Copyable {
-    private struct Slot {
-        var high: UInt64
-        var low: UInt64
-        /// The value plus one; 0 marks an empty slot.
-        var stored: Int
+/// A slot can also hold what the loader made for the id (an instance and a code for its type), so
+/// that resolving a pointer costs the one miss of finding the slot.
+struct ModelIDTable {
+    struct Slot {
+        fileprivate(set) var id: ModelID
+        /// The position, or -1 for an empty slot.
+        fileprivate(set) var index: Int32
+        /// A code for the type of `instance` (see ``GraphLoader``), 0 while there is none.
+        fileprivate(set) var typeCode: UInt32
+        /// The new instance the loader made for the id, unretained.
+        fileprivate(set) var instance: UnsafeMutableRawPointer?
     }
 
-    private var slots: UnsafeMutablePointer<Slot>
-    private var mask: Int
-    private var shift: UInt64
+    /// The secret constants of the hash (the multipliers odd).
+    private static let keys: (UInt64, UInt64, UInt64) = {
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next() | 1, generator.next(), generator.next() | 1)
+    }()
+
+    private var slots: [Slot]
+    /// 64 minus log2 of the number of slots: the product's top bits are the slot.
+    private var shift: Int
     /// The number of ids in the table.
     private(set) var count = 0
 
-    /// Creates an empty table sized for `expected` ids without growing.
-    init(expected: Int = 0) {
-        var capacity = 16
-        while capacity < expected * 2 { capacity <<= 1 }
-        slots = .allocate(capacity: capacity)
-        slots.initialize(repeating: Slot(high: 0, low: 0, stored: 0), count: capacity)
-        mask = capacity - 1
-        shift = UInt64(64 - capacity.trailingZeroBitCount)
-    }
-
-    deinit {
-        slots.deallocate()
+    /// Creates an empty table that holds `minimumCapacity` ids without growing.
+    init(minimumCapacity: Int = 0) {
+        var size = 16
+        while size < minimumCapacity * 2 { size *= 2 }
+        slots = Array(repeating: Slot(id: ModelID(high: 0, low: 0), index: -1, typeCode: 0, instance: nil), count: size)
+        shift = 64 - size.trailingZeroBitCount
     }
 
     @inline(__always) private func home(of id: ModelID) -> Int {
-        // Fibonacci hashing of both halves picks the block; the low three bits pick the slot in it.
-        let mixed = ((id.low >> 3) ^ (id.high &* 0xD6E8_FEB8_6659_FD93)) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: (mixed >> shift) ^ (id.low & 7)) & mask
+        let keys = Self.keys
+        var mixed = (id.low >> 3) &* keys.0
+        mixed ^= mixed >> 29
+        mixed = (mixed ^ id.high ^ keys.1) &* keys.2
+        // The top bits pick the block; the id's low three bits the slot in it.
+        return Int(truncatingIfNeeded: (mixed >> UInt64(shift)) ^ (id.low & 7)) & (slots.count - 1)
     }
 
-    /// The value stored for `id`, or `nil`.
-    ///
-    /// - Complexity: O(1) on average.
-    @inline(__always) func value(for id: ModelID) -> Int? {
-        var index = home(of: id)
-        while true {
-            let slot = slots[index]
-            if slot.stored == 0 { return nil }
-            if slot.low == id.low, slot.high == id.high { return slot.stored - 1 }
-            index = (index + 1) & mask
+    /// The position of `id`'s slot, or of the empty slot where it would go.
+    @inline(__always) private func position(of id: ModelID) -> Int {
+        let mask = slots.count - 1
+        return slots.withUnsafeBufferPointer { slots in
+            var position = home(of: id)
+            while slots[position].index >= 0, slots[position].id != id { position = (position + 1) & mask }
+            return position
         }
     }
 
-    /// Stores `value` for `id` unless `id` is already in the table; returns the value the table
-    /// holds for `id` afterwards (the earlier one, if there was one).
+    /// The slot of `id`, if the table has it.
+    ///
+    /// - Complexity: O(1) on average.
+    @inline(__always) func lookup(_ id: ModelID) -> Slot? {
+        let slot = slots[position(of: id)]
+        return slot.index >= 0 ? slot : nil
+    }
+
+    /// The position stored for `id`, if the table has it.
+    ///
+    /// - Complexity: O(1) on average.
+    @inline(__always) func index(of id: ModelID) -> Int? {
+        lookup(id).map { Int($0.index) }
+    }
+
+    /// Stores `index` for `id` unless the table has `id` already; returns the index it had.
     ///
     /// - Complexity: O(1) amortized.
     @discardableResult
-    mutating func insert(_ id: ModelID, value: Int) -> Int {
-        if (count + 1) * 2 > mask + 1 { grow() }
-        var index = home(of: id)
-        while true {
-            let slot = slots[index]
-            if slot.stored == 0 {
-                slots[index] = Slot(high: id.high, low: id.low, stored: value + 1)
-                count += 1
-                return value
-            }
-            if slot.low == id.low, slot.high == id.high { return slot.stored - 1 }
-            index = (index + 1) & mask
-        }
+    mutating func insert(_ id: ModelID, index: Int) -> Int? {
+        if (count + 1) * 2 > slots.count { grow() }
+        let position = position(of: id)
+        if slots[position].index >= 0 { return Int(slots[position].index) }
+        slots[position] = Slot(id: id, index: Int32(index), typeCode: 0, instance: nil)
+        count += 1
+        return nil
+    }
+
+    /// Records the instance made for `id`, which the table has.
+    mutating func setInstance(_ instance: UnsafeMutableRawPointer, typeCode: UInt32, for id: ModelID) {
+        let position = position(of: id)
+        guard slots[position].index >= 0 else { return }
+        slots[position].instance = instance
+        slots[position].typeCode = typeCode
     }
 
     private mutating func grow() {
         let old = slots
-        let oldCapacity = mask + 1
-        let capacity = oldCapacity * 2
-        slots = .allocate(capacity: capacity)
-        slots.initialize(repeating: Slot(high: 0, low: 0, stored: 0), count: capacity)
-        mask = capacity - 1
-        shift = UInt64(64 - capacity.trailingZeroBitCount)
-        for position in 0..<oldCapacity where old[position].stored != 0 {
-            let slot = old[position]
-            var index = home(of: ModelID(high: slot.high, low: slot.low))
-            while slots[index].stored != 0 { index = (index + 1) & mask }
-            slots[index] = slot
+        self = ModelIDTable(minimumCapacity: old.count)
+        for slot in old where slot.index >= 0 {
+            slots[position(of: slot.id)] = slot
+            count += 1
         }
-        old.deallocate()
     }
 }

@@ -26,7 +26,7 @@ extension GraphStreamWriter {
             ownerContext = nil
         }
         // First every id, so that pointers to models later in the file are known to be there.
-        positions = ModelIDTable(expected: segments.reduce(0) { $0 + $1.count })
+        positions = ModelIDTable(minimumCapacity: segments.reduce(0) { $0 + $1.count })
         var start = 0
         for segment in segments {
             segment.identify(into: self, from: start)
@@ -76,7 +76,7 @@ struct TypedSegment<M: Model>: ContextSegment {
             for offset in models.indices {
                 Unmanaged.passUnretained(models[offset])._withUnsafeGuaranteedRef { model in
                     let metadata = model.storage.metadata
-                    writer.positions.insert(metadata.modelId, value: start + offset)
+                    writer.positions.insert(metadata.modelId, index: start + offset)
                     if let objectId = metadata.objectId { writer.objectIds[start + offset] = objectId }
                 }
             }

@@ -99,7 +99,7 @@ final class GraphStreamWriter {
     @discardableResult
     private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?) throws -> Int {
         let next = queueBase + queue.count
-        let known = positions.insert(id, value: next)
+        let known = positions.insert(id, index: next) ?? next
         if known == next {
             queue.append(model)
             queued.append(ObjectIdentifier(model))
@@ -187,7 +187,7 @@ final class GraphStreamWriter {
     /// id is an error).
     func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>) -> Bool {
         guard let id = reference.pointee.id else { return false }
-        return pointerToQueued(reference, id: id, at: positions.value(for: id))
+        return pointerToQueued(reference, id: id, at: positions.index(of: id))
     }
 
     /// ``pointerToQueued(_:)`` for a reference to `id`, which has the position `known`.
@@ -384,7 +384,7 @@ extension ModelArray: StreamReference {
                 while start < references.count {
                     let end = Swift.min(start + 16, references.count)
                     for offset in start..<end {
-                        found[offset - start] = base[offset].id.flatMap { writer.positions.value(for: $0) } ?? -1
+                        found[offset - start] = base[offset].id.flatMap { writer.positions.index(of: $0) } ?? -1
                     }
                     for offset in start..<end {
                         let known = found[offset - start]
