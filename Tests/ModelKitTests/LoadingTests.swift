@@ -54,10 +54,46 @@ final class Nicknamed: Model {
     let storage = ModelStorage(Properties())
 }
 
+/// A model whose decoding clamps a number and trims a name: plain keys and types, so only the
+/// probes with awkward values can tell that its initializer changes what it reads.
+final class Clamped: Model {
+    struct Properties: Codable, Equatable {
+        var name = ""
+        var stock = 0
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = String(try container.decode(String.self, forKey: .name).prefix(100))
+            stock = max(0, try container.decode(Int.self, forKey: .stock))
+        }
+    }
+    let storage = ModelStorage(Properties())
+}
+
+/// A model whose decoding rejects an empty title.
+final class Titled: Model {
+    struct Properties: Codable, Equatable {
+        var title = "untitled"
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            title = try container.decode(String.self, forKey: .title)
+            if title.isEmpty {
+                throw DecodingError.dataCorruptedError(forKey: .title, in: container, debugDescription: "empty title")
+            }
+        }
+    }
+    let storage = ModelStorage(Properties())
+}
+
 @Suite("Loading")
 struct LoadingTests {
     init() {
-        try? ModelRegistry.register(Author.self, Post.self, Note.self, Shouted.self, Nicknamed.self)
+        try? ModelRegistry.register(Author.self, Post.self, Note.self, Shouted.self, Nicknamed.self, Clamped.self, Titled.self)
     }
 
     static let id1 = "00000000-0000-0000-0000-0000000000A1"
@@ -174,5 +210,34 @@ struct LoadingTests {
         try context.load(envelope(models.joined(separator: ",")))
         #expect(Set(context.models(of: Nicknamed.self).compactMap { $0.nickname }) == ["n1", "n2", "n3"])
         #expect(Set(context.models(of: Nicknamed.self).compactMap { $0.rank }) == [1, 2, 3])
+    }
+
+    @Test("an init(from:) that clamps or trims what it reads still does so on load", arguments: PersistenceFormat.allCases)
+    func clampingInitializer(format: PersistenceFormat) throws {
+        let source = ModelContext()
+        let model = Clamped.instance(in: source)
+        // Written as they are (encoding is synthesized); reading must clamp and trim them.
+        model.stock = -5
+        model.name = String(repeating: "x", count: 300)
+        let other = Clamped.instance(in: source)
+        other.stock = 7
+        other.name = "ok"
+        let target = ModelContext()
+        try target.load(source.data(format: format))
+        let loaded = try #require(target.model(Clamped.self, modelId: model.modelId))
+        #expect(loaded.stock == 0)
+        #expect(loaded.name.count == 100)
+        #expect(target.model(Clamped.self, modelId: other.modelId)?.stock == 7)
+    }
+
+    @Test(
+        "an init(from:) that rejects a value still rejects it on load, and nothing loads", arguments: PersistenceFormat.allCases)
+    func rejectingInitializer(format: PersistenceFormat) throws {
+        let source = ModelContext()
+        Titled.instance(in: source).title = "fine"
+        Titled.instance(in: source).title = ""
+        let target = ModelContext()
+        #expect(throws: SerializationError.self) { try target.load(source.data(format: format)) }
+        #expect(target.isEmpty)
     }
 }

@@ -9,8 +9,11 @@ import Foundation
 /// the bytes of the result. There is a plan only when every key the initializer asks for is a
 /// `String`, `Int`, `Double`, `Date`, `[String]`, ``ModelRef`` or ``ModelArray`` found at exactly
 /// one place, when two probes with different values leave every other byte alike (nothing is
-/// derived from the decoded values), and when the type renames no property. Anything else
-/// (optionals, nested values, custom decoding) keeps the `Codable` path.
+/// derived from the decoded values), and when the type renames no property. Two more probes hand
+/// out awkward values (empty, negative, very large, non-ASCII) and check that each lands unchanged
+/// where the plan would put it, so that an initializer that validates, clamps or normalizes the
+/// common edge cases is seen to do so. Anything else (optionals, nested values, custom decoding
+/// that changes values) keeps the `Codable` path.
 final class DirectPlan: @unchecked Sendable {
     enum Kind {
         case string, int, double, date, strings
@@ -82,7 +85,37 @@ final class DirectPlan: @unchecked Sendable {
             default: return nil
             }
         }
+        for variant in DirectProbeRecorder.edgeVariants {
+            guard holdsValues(M.self, at: fields, variant: variant) else { return nil }
+        }
         return DirectPlan(fields: fields)
+    }
+
+    /// Whether `init(from:)`, handed the awkward values of `variant`, asks for the same keys and
+    /// stores each value unchanged at its field.
+    private static func holdsValues<M: Model>(_ type: M.Type, at fields: [Field], variant: Int) -> Bool {
+        let recorder = DirectProbeRecorder(variant: variant)
+        guard let probed = try? M.Properties(from: DirectProbe(recorder: recorder)), !recorder.failed,
+            recorder.entries.count == fields.count
+        else { return false }
+        return withUnsafeBytes(of: probed) { bytes in
+            guard let base = bytes.baseAddress else { return fields.isEmpty }
+            for (field, (entry, handed)) in zip(fields, zip(recorder.entries, recorder.handed)) {
+                guard entry.key == field.key else { return false }
+                let place = base + field.offset
+                let same: Bool
+                switch field.kind {
+                case .string: same = place.load(as: String.self) == handed as? String
+                case .int: same = place.load(as: Int.self) == handed as? Int
+                case .double: same = place.load(as: Double.self).bitPattern == (handed as? Double)?.bitPattern
+                case .date: same = place.load(as: Date.self) == handed as? Date
+                case .strings: same = place.load(as: [String].self) == handed as? [String]
+                case .reference(let reference): same = reference.holds(handed, at: place)
+                }
+                guard same else { return false }
+            }
+            return true
+        }
     }
 
     private static func uniqueOffset(of pattern: [UInt8], in bytes: [UInt8]) -> Int? {
@@ -116,6 +149,8 @@ final class DirectPlan: @unchecked Sendable {
 protocol DirectReference: Sendable {
     /// Whether the property is a ``ModelArray`` (else a ``ModelRef``).
     var holdsArray: Bool { get }
+    /// Whether the property at `field` holds the same references as `value`, a value of its type.
+    func holds(_ value: Any, at field: UnsafeRawPointer) -> Bool
     /// Reads `node` and assigns the result to the property at `field`; `false` when the node is
     /// not what the `Codable` path reads without error.
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
@@ -129,6 +164,10 @@ protocol DirectProbed {
 
 struct DirectModelRef<Target: Model>: DirectReference {
     var holdsArray: Bool { false }
+
+    func holds(_ value: Any, at field: UnsafeRawPointer) -> Bool {
+        field.load(as: ModelRef<Target>.self).id == (value as? ModelRef<Target>)?.id
+    }
 
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
         -> Bool
@@ -145,6 +184,11 @@ struct DirectModelRef<Target: Model>: DirectReference {
 
 struct DirectModelArray<Element: Model>: DirectReference {
     var holdsArray: Bool { true }
+
+    func holds(_ value: Any, at field: UnsafeRawPointer) -> Bool {
+        guard let value = value as? ModelArray<Element> else { return false }
+        return field.load(as: ModelArray<Element>.self).references.map(\.id) == value.references.map(\.id)
+    }
 
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
         -> Bool
@@ -166,7 +210,7 @@ struct DirectModelArray<Element: Model>: DirectReference {
 
 extension ModelRef: DirectProbed {
     static func probeValue(_ recorder: DirectProbeRecorder) -> (value: ModelRef, field: any DirectReference) {
-        (ModelRef(id: recorder.uniqueID()), DirectModelRef<Target>())
+        (recorder.isEmptyVariant ? ModelRef() : ModelRef(id: recorder.uniqueID()), DirectModelRef<Target>())
     }
 }
 
@@ -174,7 +218,8 @@ extension ModelArray: DirectProbed {
     static func probeValue(_ recorder: DirectProbeRecorder) -> (value: ModelArray, field: any DirectReference) {
         // A one-element array: its buffer, and so the array's bytes, are unique.
         var array = ModelArray()
-        array.references = [ModelRef(id: recorder.uniqueID())]
+        let count = recorder.isEmptyVariant ? 0 : (recorder.isLargeVariant ? 1_000 : 1)
+        array.references = (0..<count).map { _ in ModelRef(id: recorder.uniqueID()) }
         return (array, DirectModelArray<Element>())
     }
 }
@@ -193,14 +238,21 @@ final class DirectProbeRecorder {
     private var counter: UInt64 = 0
     private let salt = UInt64.random(in: 0 ... .max)
     /// The second probe's values differ from the first's in every respect a derived value
-    /// could depend on: text and length of strings, element counts, numbers.
+    /// could depend on: text and length of strings, element counts, numbers. The edge variants
+    /// hand out awkward values instead of unique ones.
     private let variant: Int
+
+    /// The variants with awkward values: empty and negative, then large and non-ASCII.
+    static let edgeVariants = [2, 3]
+    var isEmptyVariant: Bool { variant == 2 }
+    var isLargeVariant: Bool { variant == 3 }
 
     init(variant: Int) {
         self.variant = variant
     }
-    /// The values handed out, kept alive so that their buffers (and so their bytes) stay unique.
-    private var kept: [Any] = []
+    /// The values handed out, in order, kept alive so that their buffers (and so their bytes)
+    /// stay unique.
+    private(set) var handed: [Any] = []
 
     func uniqueID() -> ModelID {
         counter += 1
@@ -208,36 +260,46 @@ final class DirectProbeRecorder {
     }
 
     func record<T>(_ key: String, _ kind: DirectPlan.Kind, _ value: T) -> T {
-        kept.append(value)
+        handed.append(value)
         entries.append(Entry(key: key, kind: kind, pattern: withUnsafeBytes(of: value) { Array($0) }))
         return value
     }
 
     func string(_ key: String) -> String {
         counter += 1
+        if isEmptyVariant { return record(key, .string, "") }
+        if isLargeVariant { return record(key, .string, String(repeating: "é🙂\u{0}\"\\ ", count: 2_000) + "\(counter)") }
         // Longer than 15 bytes, so it lives in its own buffer and its bytes are unique.
         return record(key, .string, "modelkit-direct-probe-\(counter)-\(salt)" + (variant == 0 ? "" : "-second"))
     }
 
     func int(_ key: String) -> Int {
         counter += 1
+        if isEmptyVariant { return record(key, .int, -1) }
+        if isLargeVariant { return record(key, .int, Int.max - Int(counter)) }
         return record(
             key, .int, Int(bitPattern: UInt(0x5EED_D000_0000_0000 | (salt & 0xFFFF_0000) | counter << 1 | UInt64(variant))))
     }
 
     func double(_ key: String) -> Double {
         counter += 1
+        if isEmptyVariant { return record(key, .double, -1.5) }
+        if isLargeVariant { return record(key, .double, 1e300 + Double(counter) * 1e285) }
         return record(key, .double, 1e15 + Double(counter) + Double(salt % 1000) * 1e6 + 0.25 + Double(variant) * 0.5)
     }
 
     func date(_ key: String) -> Date {
         counter += 1
+        if isEmptyVariant { return record(key, .date, Date(timeIntervalSinceReferenceDate: -1e9 - 0.5)) }
+        if isLargeVariant { return record(key, .date, Date(timeIntervalSinceReferenceDate: 1e11 + Double(counter))) }
         let seconds = 9e8 + Double(salt % 100_000) * 10 + Double(counter) + 0.25 + Double(variant) * 0.5
         return record(key, .date, Date(timeIntervalSinceReferenceDate: seconds))
     }
 
     func strings(_ key: String) -> [String] {
         counter += 1
+        if isEmptyVariant { return record(key, .strings, []) }
+        if isLargeVariant { return record(key, .strings, (0..<1_000).map { "é🙂 \($0)" }) }
         // Its buffer, and so the array's bytes, are unique.
         let element = "modelkit-direct-probe-\(counter)-\(salt)"
         return record(key, .strings, variant == 0 ? [element] : [element, element + "-second"])
