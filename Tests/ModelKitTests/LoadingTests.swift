@@ -103,34 +103,36 @@ struct LoadingTests {
         Data(#"{"format":"ModelKit","version":1,"models":[\#(models)]}"#.utf8)
     }
 
-    /// `value` with every `objectId` key whose value is not a string removed, at any depth.
-    func withoutNullObjectIds(_ value: Any) -> Any {
+    /// `value` with `"objectId": null` (`{"__type": "Null"}` in a property list) added to every
+    /// model and pointer without an object id, as earlier versions wrote them.
+    func withNullObjectIds(_ value: Any) -> Any {
         if let dictionary = value as? [String: Any] {
-            var result: [String: Any] = [:]
-            for (key, element) in dictionary where key != "objectId" || element is String {
-                result[key] = withoutNullObjectIds(element)
-            }
+            var result = dictionary.mapValues(withNullObjectIds)
+            if result["modelId"] != nil, result["objectId"] == nil { result["objectId"] = ["__type": "Null"] }
             return result
         }
-        if let array = value as? [Any] { return array.map(withoutNullObjectIds) }
+        if let array = value as? [Any] { return array.map(withNullObjectIds) }
         return value
     }
 
-    @Test("files that leave out null object ids, in headers and pointers, load as before")
-    func missingObjectIds() throws {
+    @Test("files with null object ids in headers and pointers, as earlier versions wrote, load the same")
+    func nullObjectIds() throws {
         let source = ModelContext()
         makeBlog(authors: 2, postsPerAuthor: 3, in: source)
         source.models(of: Post.self)[0].objectId = "kept"
         let json = String(decoding: try source.data(format: .json), as: UTF8.self)
-        #expect(json.contains(#""objectId":null"#))
-        let stripped = json.replacingOccurrences(of: #","objectId":null"#, with: "")
-        #expect(!stripped.contains(#""objectId":null"#) && stripped.contains(#""objectId":"kept""#))
+        #expect(!json.contains(#""objectId":null"#) && json.contains(#""objectId":"kept""#))
+        // Every model id not followed by an object id gets a null one.
+        let legacy = try NSRegularExpression(pattern: #"("modelId":"[0-9A-F-]{36}")(?!,"objectId")"#)
+            .stringByReplacingMatches(
+                in: json, range: NSRange(json.startIndex..., in: json), withTemplate: #"$1,"objectId":null"#)
+        #expect(legacy.contains(#""objectId":null"#))
 
         let plist = try PropertyListSerialization.propertyList(from: source.data(format: .binaryPropertyList), format: nil)
-        let strippedPlist = try PropertyListSerialization.data(
-            fromPropertyList: withoutNullObjectIds(plist), format: .binary, options: 0)
+        let legacyPlist = try PropertyListSerialization.data(
+            fromPropertyList: withNullObjectIds(plist), format: .binary, options: 0)
 
-        for data in [Data(stripped.utf8), strippedPlist] {
+        for data in [Data(legacy.utf8), legacyPlist] {
             let target = ModelContext()
             try target.load(data)
             #expect(try snapshot(target) == snapshot(source))
@@ -239,5 +241,35 @@ struct LoadingTests {
         let target = ModelContext()
         #expect(throws: SerializationError.self) { try target.load(source.data(format: format)) }
         #expect(target.isEmpty)
+    }
+
+    @Test("pretty-printed files, whose pointers are read member by member, load the same as compact ones")
+    func prettyPrinted() throws {
+        let source = ModelContext()
+        makeBlog(authors: 3, postsPerAuthor: 2, in: source)
+        let compact = try source.data(format: .json)
+        let pretty = try JSONSerialization.data(
+            withJSONObject: try JSONSerialization.jsonObject(with: compact), options: [.prettyPrinted, .sortedKeys])
+        for data in [compact, pretty] {
+            let target = ModelContext()
+            try target.load(data)
+            #expect(try snapshot(target) == snapshot(source))
+        }
+    }
+
+    @Test("a compact pointer naming another model type is still a type conflict at its byte offset")
+    func compactPointerOfWrongType() throws {
+        let post =
+            #"{"model":"Post","modelId":"\#(Self.id1)","properties":{"title":"t","body":"","author":"#
+            + #"{"__type":"ModelPointer","model":"Post","modelId":"\#(Self.id1)"},"tags":[]}}"#
+        let context = ModelContext()
+        do {
+            try context.load(envelope(post))
+            Issue.record("expected an error")
+        } catch let error as SerializationError {
+            #expect(error.code == .modelTypeConflict)
+            #expect(error.byteOffset != nil)
+        }
+        #expect(context.isEmpty)
     }
 }

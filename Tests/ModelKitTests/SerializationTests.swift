@@ -42,8 +42,17 @@ struct SerializationFormatTests {
             #expect(
                 models[0]["properties"]?["author"] == [
                     "__type": "ModelPointer", "model": "Author", "modelId": .string(authors[1].modelId.description),
-                    "objectId": nil,
                 ])
+            // A nil object id is left out of models and pointers; a set one is written.
+            #expect(models[0]["objectId"] == nil)
+            post.objectId = "p-1"
+            guard case .array(let again) = try post.serialize() else {
+                Issue.record("expected an array")
+                return
+            }
+            #expect(again[0]["objectId"] == "p-1")
+            // The author (second) points to the post with its object id.
+            #expect(again[1]["properties"]?["posts"]?[0]?["objectId"] == "p-1")
         }
     }
 

@@ -295,10 +295,15 @@ final class BinaryPlistSink: GraphSink {
     override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
         let keys = constants
         beginObject()
-        frames[depth - 1].keys.append(contentsOf: keys[0..<6])
+        // A nil object id is left out, as ModelKit for Objective-C's dictionaries did.
+        if objectId == nil {
+            frames[depth - 1].keys.append(contentsOf: [keys[0], keys[1], keys[3], keys[4], keys[5]])
+        } else {
+            frames[depth - 1].keys.append(contentsOf: keys[0..<6])
+        }
         place(nameRef(name))
         modelId(id)
-        if let objectId { string(objectId) } else { null() }
+        if let objectId { string(objectId) }
         date(createdAt)
         date(updatedAt)
         // The properties value comes next, matching the sixth key.
@@ -308,11 +313,11 @@ final class BinaryPlistSink: GraphSink {
         let keys = constants
         beginObject()
         frames[depth - 1].keys.append(keys[6])
-        frames[depth - 1].keys.append(contentsOf: keys[0..<3])
+        frames[depth - 1].keys.append(contentsOf: keys[0..<(objectId == nil ? 2 : 3)])
         place(keys[7])
         place(nameRef(name))
         modelId(id)
-        if let objectId { string(objectId) } else { null() }
+        if let objectId { string(objectId) }
         endObject()
     }
 

@@ -28,6 +28,33 @@ extension GraphLoader {
                 code, path: describe(path()) + suffix, byteOffset: document.byteOffset(of: pointer), expected: expected,
                 found: found)
         }
+        let id: ModelID
+        var objectNode: Int?
+        if let compact = compactPointerId(pointer, in: document, as: T.self) {
+            id = compact
+        } else {
+            (id, objectNode) = try readPointer(pointer, in: document, as: T.self, fail: fail)
+        }
+        return try target(id: id, objectNode: objectNode, in: document, as: T.self, path: path(), fail: fail)
+    }
+
+    /// The pointer's target id if the pointer has the writer's compact form (the name it
+    /// checks is `T`'s).
+    @inline(__always)
+    private func compactPointerId<D: TreeDocument, T: Model>(_ pointer: Int, in document: D, as type: T.Type) -> ModelID? {
+        if compactNameType != ObjectIdentifier(T.self) {
+            compactNameType = ObjectIdentifier(T.self)
+            compactName = Array(name(of: T.self).utf8)
+        }
+        return compactName.withUnsafeBufferPointer { document.compactPointerId(pointer, model: $0) }
+    }
+
+    /// Reads a pointer member by member, checking its tag and model name; returns the target id
+    /// and the object id's node.
+    private func readPointer<D: TreeDocument, T: Model>(
+        _ pointer: Int, in document: D, as type: T.Type,
+        fail: (SerializationError.Code, String, String, String) -> SerializationError
+    ) throws -> (ModelID, Int?) {
         // One pass over the pointer's members rather than a search per key; the first of
         // duplicate keys wins, as with `member(of:named:)`.
         var tag: Int?
@@ -90,6 +117,15 @@ extension GraphLoader {
             throw fail(
                 .invalidModelId, ".modelId", "a model id (8-4-4-4-12 hexadecimal digits)", document.describeNode(idNode))
         }
+        return (id, objectNode)
+    }
+
+    /// The instance for a pointer to `id`, typed as the property that holds it.
+    private func target<D: TreeDocument, T: Model>(
+        id: ModelID, objectNode: Int?, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey],
+        fail: (SerializationError.Code, String, String, String) -> SerializationError
+    ) throws -> (Unmanaged<T>, ModelID) {
+        let expectedName = name(of: T.self)
         if let slot = positions.lookup(id) {
             // Most targets were made by an earlier pointer of the same type, which checked the
             // model name: the slot has the instance, and neither the header nor the instance is

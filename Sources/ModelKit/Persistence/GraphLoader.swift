@@ -85,6 +85,9 @@ final class GraphLoader {
         var nameType: ObjectIdentifier?
     }
     @exclusivity(unchecked) var pointerKeys = PointerKeys()
+    /// The type whose pointers were matched in their compact form last, and its name's bytes.
+    @exclusivity(unchecked) var compactNameType: ObjectIdentifier?
+    @exclusivity(unchecked) var compactName: [UInt8] = []
     /// The keys of a model's header, and the nodes of shared documents known to hold them.
     static let headerKeyNames = ["properties", "modelId", "model", "objectId", "createdAt", "updatedAt"]
     @exclusivity(unchecked) var headerKeys = [Int](repeating: -1, count: 6)

@@ -40,15 +40,18 @@ class GraphSink {
     func modelId(_ value: ModelID) { abstract() }
 
     /// Starts a model dictionary: its header members, then the `properties` key, whose value
-    /// comes next. Subclasses may write the constant parts in one go.
+    /// comes next. Subclasses may write the constant parts in one go. A nil object id is left
+    /// out (readers take a missing one, or null, as nil).
     func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
         beginObject()
         key("model")
         sharedValue(name)
         key("modelId")
         modelId(id)
-        key("objectId")
-        if let objectId { string(objectId) } else { null() }
+        if let objectId {
+            key("objectId")
+            string(objectId)
+        }
         key("createdAt")
         date(createdAt)
         key("updatedAt")
@@ -65,8 +68,10 @@ class GraphSink {
         sharedValue(name)
         key("modelId")
         modelId(id)
-        key("objectId")
-        if let objectId { string(objectId) } else { null() }
+        if let objectId {
+            key("objectId")
+            string(objectId)
+        }
         endObject()
     }
 

@@ -131,6 +131,30 @@ struct JSONDocument: TreeDocument {
         }
     }
 
+    /// Matches `{"__type":"ModelPointer","model":"<model>","modelId":"<id>"}`, with or without
+    /// `,"objectId":null` before the brace. The tape already checked the object's syntax.
+    func compactPointerId(_ node: Int, model: UnsafeBufferPointer<UInt8>) -> ModelID? {
+        let entry = entry(node)
+        guard entry.kind == .object, entry.count == 3 || entry.count == 4, let base = bytes.baseAddress else { return nil }
+        var position = entry.start
+        func match(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard position + count <= bytes.count, memcmp(base + position, text.utf8Start, count) == 0 else { return false }
+            position += count
+            return true
+        }
+        guard match(#"{"__type":"ModelPointer","model":""#), position + model.count <= bytes.count,
+            model.isEmpty || memcmp(base + position, model.baseAddress!, model.count) == 0
+        else { return nil }
+        position += model.count
+        guard match(#"","modelId":""#), position + 37 <= bytes.count,
+            let id = ModelID.parse(UnsafeBufferPointer(start: base + position, count: 36))
+        else { return nil }
+        position += 36
+        guard match(#""}"#) || (entry.count == 4 && match(#"","objectId":null}"#)) else { return nil }
+        return id
+    }
+
     func modelId(_ node: Int) throws -> ModelID? {
         let entry = entry(node)
         if entry.flag { return ModelID(try string(node)) }

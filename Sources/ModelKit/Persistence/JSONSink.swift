@@ -242,8 +242,10 @@ final class JSONSink: GraphSink {
         writeString(name)
         buffer.append(#","modelId":"#)
         writeModelId(id)
-        buffer.append(#","objectId":"#)
-        if let objectId { writeString(objectId) } else { buffer.append("null") }
+        if let objectId {
+            buffer.append(#","objectId":"#)
+            writeString(objectId)
+        }
         buffer.append(#","createdAt":"#)
         needsComma = false
         date(createdAt)
@@ -260,8 +262,10 @@ final class JSONSink: GraphSink {
         writeString(name)
         buffer.append(#","modelId":"#)
         writeModelId(id)
-        buffer.append(#","objectId":"#)
-        if let objectId { writeString(objectId) } else { buffer.append("null") }
+        if let objectId {
+            buffer.append(#","objectId":"#)
+            writeString(objectId)
+        }
         buffer.append(UInt8(ascii: "}"))
         needsComma = true
     }

@@ -53,9 +53,15 @@ protocol TreeDocument {
     /// hold a key can be recognized by its number (property-list objects, which writers share;
     /// not JSON tape entries, which are reused from model to model).
     static var nodesAreShared: Bool { get }
+    /// The target's id when `node` is a pointer to a `model` in the exact compact form ModelKit's
+    /// writer gives it, else `nil` (the general reading then decides). A shortcut for text
+    /// documents, where reading a pointer member by member costs more than matching its bytes.
+    func compactPointerId(_ node: Int, model: UnsafeBufferPointer<UInt8>) -> ModelID?
 }
 
 extension TreeDocument {
+    func compactPointerId(_ node: Int, model: UnsafeBufferPointer<UInt8>) -> ModelID? { nil }
+
     /// The elements of an array node.
     func elements(of node: Int) throws -> [Int] {
         var cursor = startCursor(of: node)

@@ -58,7 +58,8 @@ final class GraphWriter {
         pointer["__type"] = "ModelPointer"
         pointer["model"] = .string(ModelRegistry.name(of: M.self))
         pointer["modelId"] = .string(model.modelId.description)
-        pointer["objectId"] = model.objectId.map(ModelValue.string) ?? .null
+        // A nil object id is left out, as ModelKit for Objective-C's dictionaries could not hold it.
+        if let objectId = model.objectId { pointer["objectId"] = .string(objectId) }
         return .object(pointer)
     }
 
@@ -82,7 +83,7 @@ final class GraphWriter {
         var object = ModelValue.Object()
         object["model"] = .string(name)
         object["modelId"] = .string(metadata.modelId.description)
-        object["objectId"] = metadata.objectId.map(ModelValue.string) ?? .null
+        if let objectId = metadata.objectId { object["objectId"] = .string(objectId) }
         object["createdAt"] = date(metadata.createdAt)
         object["updatedAt"] = date(metadata.updatedAt)
         object["properties"] = properties
