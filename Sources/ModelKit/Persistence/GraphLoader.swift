@@ -171,10 +171,9 @@ final class GraphLoader {
     }
 
     private static func detach<M: Model>(_ model: M) {
-        update(model.storage) { storage in
-            storage.context = nil
-            storage.metadata.membership = .unmanaged
-        }
+        let box = model.storage.box
+        box.context = nil
+        box.metadata.membership = .unmanaged
     }
 
     /// The model name of `type`, cached: the registry takes a lock.
@@ -391,18 +390,9 @@ final class GraphLoader {
         _ properties: M.Properties, _ header: Header, to model: M, joining context: ModelContext? = nil,
         valuesAssigned: Bool = false
     ) {
-        update(model.storage) { storage in
-            if !valuesAssigned { storage.values = properties }
-            storage.metadata.objectId = header.objectId
-            if let createdAt = header.createdAt { storage.metadata.createdAt = createdAt }
-            if let updatedAt = header.updatedAt { storage.metadata.updatedAt = updatedAt }
-            storage.metadata.state = .loaded
-            if let context {
-                // What ModelContext.insert does to a model it takes, done in the same access.
-                storage.context = context
-                storage.metadata.membership = .managed
-            }
-        }
+        let box = model.storage.box
+        if !valuesAssigned { box.values = properties }
+        stamp(box, header, joining: context)
     }
 
     /// Fills in a new model's storage: its values, identity and membership.
@@ -424,11 +414,5 @@ final class GraphLoader {
             box.context = context
             box.metadata.membership = .managed
         }
-    }
-
-    private static func update<Properties>(
-        _ storage: ModelStorage<Properties>, _ body: (ModelStorage<Properties>) -> Void
-    ) {
-        body(storage)
     }
 }
