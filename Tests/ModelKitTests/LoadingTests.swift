@@ -90,10 +90,24 @@ final class Titled: Model {
     let storage = ModelStorage(Properties())
 }
 
+/// Plain properties of every kind the direct fill reads from JSON text.
+final class Reading: Model {
+    struct Properties: Codable, Equatable {
+        var label = ""
+        var count = 0
+        var value = 0.0
+        var at = Date(timeIntervalSinceReferenceDate: 0)
+        var words: [String] = []
+        var next = ModelRef<Reading>()
+    }
+    let storage = ModelStorage(Properties())
+}
+
 @Suite("Loading")
 struct LoadingTests {
     init() {
-        try? ModelRegistry.register(Author.self, Post.self, Note.self, Shouted.self, Nicknamed.self, Clamped.self, Titled.self)
+        try? ModelRegistry.register(
+            Author.self, Post.self, Note.self, Shouted.self, Nicknamed.self, Clamped.self, Titled.self, Reading.self)
     }
 
     static let id1 = "00000000-0000-0000-0000-0000000000A1"
@@ -271,5 +285,77 @@ struct LoadingTests {
             #expect(error.byteOffset != nil)
         }
         #expect(context.isEmpty)
+    }
+
+    /// The outcome of loading one `Reading` whose properties are `properties` (JSON text).
+    private func loadReading(_ properties: String) -> Result<Reading.Properties, any Error> {
+        let text = #"{"model":"Reading","modelId":"\#(Self.id1)","properties":\#(properties)}"#
+        let context = ModelContext()
+        do {
+            try context.load(envelope(text))
+            guard let id = ModelID(Self.id1), let model = context.model(Reading.self, modelId: id) else {
+                return .failure(CancellationError())
+            }
+            return .success(model.storage.properties)
+        } catch {
+            #expect(context.isEmpty)
+            return .failure(error)
+        }
+    }
+
+    /// A `Reading`'s properties as the writer orders them, with `member` (`"key":value`) in place
+    /// of the default member with its key.
+    private func readingProperties(with member: String, separator: String) -> String {
+        let defaults = [
+            ("label", #""x""#), ("count", "1"), ("value", "2.5"),
+            ("at", #"{"__type":"Date","iso":"2001-01-01T00:00:00Z"}"#), ("words", #"["w"]"#), ("next", "null"),
+        ]
+        let key = String(member.dropFirst().prefix { $0 != "\"" })
+        let value = String(member.drop { $0 != ":" }.dropFirst())
+        return "{" + defaults.map { #""\#($0.0)":\#(separator)\#($0.0 == key ? value : $0.1)"# }.joined(separator: ",") + "}"
+    }
+
+    @Test(
+        "JSON read straight from the text gives what the general reader gives, also for awkward strings and numbers",
+        arguments: [
+            #""label":"plain""#, #""label":"quote \" and \\ and \n \t \u00e9 \ud83d\ude00""#, #""label":"héllo 🙂 ünï""#,
+            #""label":"""#, #""count":-7"#, #""count":9223372036854775807"#, #""count":-9223372036854775808"#,
+            #""count":9223372036854775808"#, #""count":1.0"#, #""count":01"#, #""count":-0"#, #""value":1.5"#,
+            #""value":-0.0"#, #""value":1e300"#, #""value":1E-5"#, #""value":12345678901234567890"#, #""value":1."#,
+            #""value":+1"#, #""value":.5"#, #""value":-"#, #""at":{"__type":"Date","iso":"2026-11-22T10:00:00.25Z"}"#,
+            #""at":{"__type":"Date","iso":"not a date"}"#, #""words":[]"#, #""words":["a","b\"c","ü"]"#,
+            #""words":["a",1]"#, #""next":null"#,
+            #""next":{"__type":"ModelPointer","model":"Reading","modelId":"00000000-0000-0000-0000-0000000000A1"}"#,
+            #""next":{"__type":"ModelPointer","model":"Reading","modelId":"00000000-0000-0000-0000-0000000000A1","objectId":null}"#,
+            #""next":{"__type":"ModelPointer","model":"Post","modelId":"00000000-0000-0000-0000-0000000000A1"}"#,
+            #""next":{"__type":"ModelPointer","model":"Reading","modelId":"00000000-0000-0000-0000-0000000000A2"}"#,
+        ])
+    func compactMatchesGeneral(member: String) throws {
+        // A space after each key's colon is still valid JSON, but not the writer's compact form.
+        let fast = loadReading(readingProperties(with: member, separator: ""))
+        let general = loadReading(readingProperties(with: member, separator: " "))
+        switch (fast, general) {
+        case (.success(let a), .success(let b)):
+            #expect(a.label == b.label && a.count == b.count && a.at == b.at && a.words == b.words)
+            #expect(a.value.bitPattern == b.value.bitPattern)
+            #expect(a.next.id == b.next.id)
+        case (.failure(let a), .failure(let b)):
+            #expect((a as? SerializationError)?.code == (b as? SerializationError)?.code)
+            #expect(a is SerializationError)
+        default:
+            Issue.record("compact \(fast) but general \(general) for \(member)")
+        }
+    }
+
+    @Test("invalid UTF-8 and control characters in a compactly written string are errors, and nothing loads")
+    func invalidBytes() throws {
+        for bad: [UInt8] in [[0xFF], [0xC3], [0x01], [0xED, 0xA0, 0x80]] {
+            var text = Array(#"{"format":"ModelKit","version":1,"models":[{"model":"Reading","modelId":"\#(Self.id1)","#.utf8)
+            text += Array(#""properties":{"label":"a"#.utf8) + bad + Array(#"b","count":1,"value":1,"#.utf8)
+            text += Array(#""at":{"__type":"Date","iso":"2001-01-01T00:00:00Z"},"words":[],"next":null}}]}"#.utf8)
+            let context = ModelContext()
+            #expect(throws: SerializationError.self) { try context.load(Data(text)) }
+            #expect(context.isEmpty)
+        }
     }
 }

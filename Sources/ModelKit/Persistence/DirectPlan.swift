@@ -28,9 +28,18 @@ final class DirectPlan: @unchecked Sendable {
 
     /// In the order the initializer asks for them, which is the order the writer writes them.
     let fields: [Field]
+    /// Each field's key as JSON text: `"key":`.
+    let jsonKeys: [[UInt8]]
 
     private init(fields: [Field]) {
         self.fields = fields
+        jsonKeys = fields.map { field in
+            var text = Array("\"".utf8)
+            // Keys that need escaping never match, and the general path reads them.
+            text += field.key.utf8
+            text += Array("\":".utf8)
+            return text
+        }
     }
 
     private struct Entry: @unchecked Sendable {
@@ -151,6 +160,9 @@ protocol DirectReference: Sendable {
     var holdsArray: Bool { get }
     /// Whether the property at `field` holds the same references as `value`, a value of its type.
     func holds(_ value: Any, at field: UnsafeRawPointer) -> Bool
+    /// Reads the property from JSON in the writer's compact form (see `DirectPlan.fillJSON`);
+    /// `false` at anything else.
+    func assignJSON(from reader: inout CompactJSON, loader: GraphLoader, to field: UnsafeMutableRawPointer) -> Bool
     /// Reads `node` and assigns the result to the property at `field`; `false` when the node is
     /// not what the `Codable` path reads without error.
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws

@@ -42,11 +42,29 @@ extension GraphLoader {
     /// checks is `T`'s).
     @inline(__always)
     private func compactPointerId<D: TreeDocument, T: Model>(_ pointer: Int, in document: D, as type: T.Type) -> ModelID? {
+        withCompactName(of: T.self) { document.compactPointerId(pointer, model: $0) }
+    }
+
+    /// Calls `body` with the bytes of `T`'s model name (remembered for the type used last).
+    @inline(__always)
+    func withCompactName<T: Model, Result>(of type: T.Type, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         if compactNameType != ObjectIdentifier(T.self) {
             compactNameType = ObjectIdentifier(T.self)
             compactName = Array(name(of: T.self).utf8)
         }
-        return compactName.withUnsafeBufferPointer { document.compactPointerId(pointer, model: $0) }
+        return compactName.withUnsafeBytes(body)
+    }
+
+    /// The instance for a pointer to `id` when it resolves without question: the id is in the
+    /// data and belongs to a `T`. `nil` otherwise (the general path then says what is wrong).
+    func resolvedTarget<T: Model>(_ id: ModelID, as type: T.Type) -> Unmanaged<T>? {
+        guard let slot = positions.lookup(id) else { return nil }
+        if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
+            return Unmanaged<T>.fromOpaque(instance)
+        }
+        let index = Int(slot.index)
+        guard headers[index].name == name(of: T.self) else { return nil }
+        return try? instance(T.self, at: index)
     }
 
     /// Reads a pointer member by member, checking its tag and model name; returns the target id

@@ -131,28 +131,13 @@ struct JSONDocument: TreeDocument {
         }
     }
 
-    /// Matches `{"__type":"ModelPointer","model":"<model>","modelId":"<id>"}`, with or without
-    /// `,"objectId":null` before the brace. The tape already checked the object's syntax.
-    func compactPointerId(_ node: Int, model: UnsafeBufferPointer<UInt8>) -> ModelID? {
+    /// Matches the writer's compact form of a pointer (see `CompactJSON.pointer(model:)`). The
+    /// tape already checked the object's syntax.
+    func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? {
         let entry = entry(node)
-        guard entry.kind == .object, entry.count == 3 || entry.count == 4, let base = bytes.baseAddress else { return nil }
-        var position = entry.start
-        func match(_ text: StaticString) -> Bool {
-            let count = text.utf8CodeUnitCount
-            guard position + count <= bytes.count, memcmp(base + position, text.utf8Start, count) == 0 else { return false }
-            position += count
-            return true
-        }
-        guard match(#"{"__type":"ModelPointer","model":""#), position + model.count <= bytes.count,
-            model.isEmpty || memcmp(base + position, model.baseAddress!, model.count) == 0
-        else { return nil }
-        position += model.count
-        guard match(#"","modelId":""#), position + 37 <= bytes.count,
-            let id = ModelID.parse(UnsafeBufferPointer(start: base + position, count: 36))
-        else { return nil }
-        position += 36
-        guard match(#""}"#) || (entry.count == 4 && match(#"","objectId":null}"#)) else { return nil }
-        return id
+        guard entry.kind == .object, entry.count == 3 || entry.count == 4 else { return nil }
+        var reader = CompactJSON(bytes: bytes, position: entry.start)
+        return reader.pointer(model: model)
     }
 
     func modelId(_ node: Int) throws -> ModelID? {

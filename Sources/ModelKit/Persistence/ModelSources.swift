@@ -202,6 +202,9 @@ final class JSONSource: ModelSource {
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
         -> Bool
     {
+        // The writer's own compact form is read straight from the text; anything else (and any
+        // error) through the tape.
+        if plan.fillJSON(base, bytes: tape.bytes, at: handle, loader: loader) { return true }
         _ = try tape.parse(at: handle)
         var unused: [Int] = []
         return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader, keyNodes: &unused)

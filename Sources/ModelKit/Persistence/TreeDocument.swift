@@ -56,11 +56,11 @@ protocol TreeDocument {
     /// The target's id when `node` is a pointer to a `model` in the exact compact form ModelKit's
     /// writer gives it, else `nil` (the general reading then decides). A shortcut for text
     /// documents, where reading a pointer member by member costs more than matching its bytes.
-    func compactPointerId(_ node: Int, model: UnsafeBufferPointer<UInt8>) -> ModelID?
+    func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID?
 }
 
 extension TreeDocument {
-    func compactPointerId(_ node: Int, model: UnsafeBufferPointer<UInt8>) -> ModelID? { nil }
+    func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? { nil }
 
     /// The elements of an array node.
     func elements(of node: Int) throws -> [Int] {
