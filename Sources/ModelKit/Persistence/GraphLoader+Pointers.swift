@@ -183,10 +183,7 @@ extension GraphLoader {
             if placeholders[id] == nil { owned.append(typed) }
             return typed
         }
-        let model = T()
-        model.storage.metadata.modelId = id
-        model.storage.metadata.objectId = objectId
-        model.storage.metadata.state = .needsData
+        let model = T.placeholder(id: id, objectId: objectId)
         placeholders[id] = model
         placeholderOrder.append(model)
         return model

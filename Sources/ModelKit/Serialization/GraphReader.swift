@@ -234,10 +234,7 @@ final class GraphReader {
             }
             return typed
         }
-        let model = T()
-        model.storage.metadata.modelId = id
-        model.storage.metadata.objectId = objectId
-        model.storage.metadata.state = .needsData
+        let model = T.placeholder(id: id, objectId: objectId)
         placeholders[id] = model
         let context = self.context
         if !(model is any ContextFreeModel) {
@@ -337,5 +334,17 @@ extension ModelArray: GraphDecodable {
             array.references.append(ModelRef(target))
         }
         return array
+    }
+}
+
+extension Model {
+    /// A new instance standing for the model `id` that a pointer names but the data does not
+    /// hold: it has the pointer's identity and no data yet (``ModelState/needsData``).
+    static func placeholder(id: ModelID, objectId: String?) -> Self {
+        let model = Self()
+        model.storage.metadata.modelId = id
+        model.storage.metadata.objectId = objectId
+        model.storage.metadata.state = .needsData
+        return model
     }
 }
