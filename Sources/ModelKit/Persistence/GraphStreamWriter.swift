@@ -132,9 +132,9 @@ final class GraphStreamWriter {
         let storage = model.storage
         _ = storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = storage.metadata
-        // A whole context's models all resolve there (set once: a context is weakly referenced,
-        // which makes retaining it slow).
-        if writtenContext == nil { ownerContext = storage.lookupContext }
+        // A whole context's own models all resolve there (set once: a context is weakly
+        // referenced, which makes retaining it slow); models reached outside it, in their own.
+        if writtenContext == nil || index >= queueBase { ownerContext = storage.lookupContext }
         // Later pointers to this model use its actual object id.
         if metadata.objectId != nil || !objectIds.isEmpty { objectIds[index] = metadata.objectId }
         sink.beginModel(
