@@ -112,6 +112,29 @@ struct ReferenceTests {
         }
     }
 
+    @Test("An index kept while its model leaves the context still gives that model, and indices skip removed ones")
+    func staleIndex() {
+        inFreshContext { _ in
+            let author = Author.instance()
+            let posts = (0..<3).map { index -> Post in
+                let post = Post.instance()
+                post.title = "\(index)"
+                return post
+            }
+            author.posts.append(contentsOf: posts)
+            let first = author.posts.startIndex
+            let second = author.posts.index(after: first)
+            posts[0].removeFromContext()
+            posts[1].removeFromContext()
+            // Both subscripts used to trap: their models no longer resolve.
+            #expect(author.posts[first] === posts[0])
+            #expect(author.posts[second] === posts[1])
+            #expect(author.posts.startIndex == author.posts.index(after: second))
+            #expect(author.posts[author.posts.startIndex] === posts[2])
+            #expect(author.posts.index(before: author.posts.endIndex) == author.posts.startIndex)
+        }
+    }
+
     @Test("An array supports the usual mutations")
     func arrayMutations() {
         inFreshContext { _ in

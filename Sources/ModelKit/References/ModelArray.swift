@@ -69,41 +69,60 @@ public struct ModelArray<Element: Model> {
 }
 
 extension ModelArray: BidirectionalCollection {
-    /// A position in the array's stored references.
-    public struct Index: Comparable, Hashable, Sendable {
+    /// A position in the array's stored references, with the model found there when the index
+    /// was made.
+    ///
+    /// Keeping the model makes an index safe to use after the model went away: subscripting
+    /// gives the model it was made for (removed from its context by then, perhaps) instead of
+    /// trapping, and it spares the subscript a second resolution.
+    public struct Index: Comparable, Hashable {
         @usableFromInline let raw: Int
+        /// The element at `raw`; `nil` only for the end index (or a position before the start).
+        let element: Element?
+
+        public static func == (lhs: Index, rhs: Index) -> Bool { lhs.raw == rhs.raw }
         public static func < (lhs: Index, rhs: Index) -> Bool { lhs.raw < rhs.raw }
+        public func hash(into hasher: inout Hasher) { hasher.combine(raw) }
     }
 
     /// The position of the first live element.
     ///
     /// - Complexity: O(k), where k is the number of leading references that do not resolve.
-    public var startIndex: Index { Index(raw: nextLive(from: 0)) }
+    public var startIndex: Index { nextLive(from: 0) }
 
-    public var endIndex: Index { Index(raw: references.count) }
+    public var endIndex: Index { Index(raw: references.count, element: nil) }
 
-    public func index(after i: Index) -> Index { Index(raw: nextLive(from: i.raw + 1)) }
+    public func index(after i: Index) -> Index { nextLive(from: i.raw + 1) }
 
     public func index(before i: Index) -> Index {
         var raw = i.raw - 1
-        while raw > 0, resolve(at: raw) == nil { raw -= 1 }
-        return Index(raw: raw)
-    }
-
-    /// The model at `position`.
-    ///
-    /// - Precondition: `position` is the index of a live element.
-    public subscript(position: Index) -> Element {
-        guard let model = resolve(at: position.raw) else {
-            preconditionFailure("ModelArray index \(position.raw) does not refer to a live model")
+        while raw > 0 {
+            if let element = resolve(at: raw) { return Index(raw: raw, element: element) }
+            raw -= 1
         }
-        return model
+        return Index(raw: 0, element: references.isEmpty ? nil : resolve(at: 0))
     }
 
-    private func nextLive(from raw: Int) -> Int {
+    /// The model at `position`: the one the index was made for, even if it has since left its
+    /// context.
+    ///
+    /// - Precondition: `position` is a valid index other than `endIndex`, as for every
+    ///   collection (a subscript cannot throw).
+    /// - Complexity: O(1).
+    public subscript(position: Index) -> Element {
+        guard let element = position.element else {
+            preconditionFailure("ModelArray index \(position.raw) is out of range (the end index has no element)")
+        }
+        return element
+    }
+
+    private func nextLive(from raw: Int) -> Index {
         var raw = raw
-        while raw < references.count, resolve(at: raw) == nil { raw += 1 }
-        return raw
+        while raw < references.count {
+            if let element = resolve(at: raw) { return Index(raw: raw, element: element) }
+            raw += 1
+        }
+        return endIndex
     }
 }
 
