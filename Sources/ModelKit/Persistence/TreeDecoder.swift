@@ -272,7 +272,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     }
 }
 
-struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: KeyedDecodingContainerProtocol {
+struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecodingContainer {
     let decoder: TreeDecoder<D>
     let object: Int
     let defaults: ModelValue.Object?
@@ -333,18 +333,8 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: KeyedDecodingContain
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try value(key) { try decoder.string($0, path(key)) } }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try value(key) { try decoder.double($0, path(key)) } }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try value(key) { try decoder.float($0, path(key)) } }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
 
-    private func integer<I: FixedWidthInteger & Decodable>(_ key: Key) throws -> I {
+    func decodeInteger<I: FixedWidthInteger & Decodable>(_ type: I.Type, forKey key: Key) throws -> I {
         try value(key) { try decoder.integer($0, as: I.self, path(key)) }
     }
 
@@ -402,7 +392,7 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: KeyedDecodingContain
     }
 }
 
-struct TreeUnkeyedContainer<D: TreeDocument>: UnkeyedDecodingContainer {
+struct TreeUnkeyedContainer<D: TreeDocument>: IntegerUnkeyedDecodingContainer {
     let decoder: TreeDecoder<D>
     let array: Int
     let total: Int
@@ -461,18 +451,8 @@ struct TreeUnkeyedContainer<D: TreeDocument>: UnkeyedDecodingContainer {
         let decoder = decoder
         return try advance { try decoder.float($0, $1) }
     }
-    mutating func decode(_ type: Int.Type) throws -> Int { try integer() }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer() }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer() }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try integer() }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try integer() }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try integer() }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try integer() }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
 
-    private mutating func integer<I: FixedWidthInteger>() throws -> I {
+    mutating func decodeInteger<I: FixedWidthInteger & Decodable>(_ type: I.Type) throws -> I {
         let decoder = decoder
         return try advance { try decoder.integer($0, as: I.self, $1) }
     }
@@ -511,7 +491,7 @@ struct TreeUnkeyedContainer<D: TreeDocument>: UnkeyedDecodingContainer {
     }
 }
 
-struct TreeSingleValueContainer<D: TreeDocument>: SingleValueDecodingContainer {
+struct TreeSingleValueContainer<D: TreeDocument>: IntegerSingleValueDecodingContainer {
     let decoder: TreeDecoder<D>
     var codingPath: [any CodingKey] { decoder.codingPath }
     private var node: Int { decoder.node }
@@ -521,16 +501,9 @@ struct TreeSingleValueContainer<D: TreeDocument>: SingleValueDecodingContainer {
     func decode(_ type: String.Type) throws -> String { try decoder.string(node, codingPath) }
     func decode(_ type: Double.Type) throws -> Double { try decoder.double(node, codingPath) }
     func decode(_ type: Float.Type) throws -> Float { try decoder.float(node, codingPath) }
-    func decode(_ type: Int.Type) throws -> Int { try decoder.integer(node, as: Int.self, codingPath) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(node, as: Int8.self, codingPath) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(node, as: Int16.self, codingPath) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(node, as: Int32.self, codingPath) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(node, as: Int64.self, codingPath) }
-    func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(node, as: UInt.self, codingPath) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(node, as: UInt8.self, codingPath) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(node, as: UInt16.self, codingPath) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(node, as: UInt32.self, codingPath) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(node, as: UInt64.self, codingPath) }
+    func decodeInteger<I: FixedWidthInteger & Decodable>(_ type: I.Type) throws -> I {
+        try decoder.integer(node, as: I.self, codingPath)
+    }
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try decoder.unbox(node, defaults: decoder.defaults, as: T.self, at: codingPath)
     }

@@ -229,7 +229,7 @@ final class PropertyDecoder: Decoder {
 
     // MARK: Containers
 
-    struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    struct KeyedContainer<Key: CodingKey>: IntegerKeyedDecodingContainer {
         let decoder: PropertyDecoder
         let object: ModelValue.Object
         let defaults: ModelValue.Object?
@@ -260,18 +260,8 @@ final class PropertyDecoder: Decoder {
             try PropertyDecoder.double(entry(key).value, at: path(key))
         }
         func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decoder.float(entry(key).value, at: path(key)) }
-        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
-        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
-        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
-        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
-        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
-        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
-        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
-        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
-        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
-        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
 
-        private func integer<I: FixedWidthInteger>(_ key: Key) throws -> I {
+        func decodeInteger<I: FixedWidthInteger & Decodable>(_ type: I.Type, forKey key: Key) throws -> I {
             try decoder.integer(entry(key).value, as: I.self, at: path(key))
         }
 
@@ -310,7 +300,7 @@ final class PropertyDecoder: Decoder {
         }
     }
 
-    struct UnkeyedContainer: UnkeyedDecodingContainer {
+    struct UnkeyedContainer: IntegerUnkeyedDecodingContainer {
         let decoder: PropertyDecoder
         let array: [ModelValue]
         let codingPath: [any CodingKey]
@@ -359,18 +349,8 @@ final class PropertyDecoder: Decoder {
         mutating func decode(_ type: Float.Type) throws -> Float {
             let decoder = decoder; return try advance { try decoder.float($0, at: $1) }
         }
-        mutating func decode(_ type: Int.Type) throws -> Int { try integer() }
-        mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer() }
-        mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer() }
-        mutating func decode(_ type: Int32.Type) throws -> Int32 { try integer() }
-        mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
-        mutating func decode(_ type: UInt.Type) throws -> UInt { try integer() }
-        mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try integer() }
-        mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try integer() }
-        mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
-        mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
 
-        private mutating func integer<I: FixedWidthInteger>() throws -> I {
+        mutating func decodeInteger<I: FixedWidthInteger & Decodable>(_ type: I.Type) throws -> I {
             let decoder = decoder
             return try advance { try decoder.integer($0, as: I.self, at: $1) }
         }
@@ -410,7 +390,7 @@ final class PropertyDecoder: Decoder {
         }
     }
 
-    struct SingleValueContainer: SingleValueDecodingContainer {
+    struct SingleValueContainer: IntegerSingleValueDecodingContainer {
         let decoder: PropertyDecoder
         var codingPath: [any CodingKey] { decoder.codingPath }
         private var value: ModelValue { decoder.value }
@@ -420,16 +400,9 @@ final class PropertyDecoder: Decoder {
         func decode(_ type: String.Type) throws -> String { try decoder.string(value, at: codingPath) }
         func decode(_ type: Double.Type) throws -> Double { try PropertyDecoder.double(value, at: codingPath) }
         func decode(_ type: Float.Type) throws -> Float { try decoder.float(value, at: codingPath) }
-        func decode(_ type: Int.Type) throws -> Int { try decoder.integer(value, as: Int.self, at: codingPath) }
-        func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(value, as: Int8.self, at: codingPath) }
-        func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(value, as: Int16.self, at: codingPath) }
-        func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(value, as: Int32.self, at: codingPath) }
-        func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(value, as: Int64.self, at: codingPath) }
-        func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(value, as: UInt.self, at: codingPath) }
-        func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(value, as: UInt8.self, at: codingPath) }
-        func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(value, as: UInt16.self, at: codingPath) }
-        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(value, as: UInt32.self, at: codingPath) }
-        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(value, as: UInt64.self, at: codingPath) }
+        func decodeInteger<I: FixedWidthInteger & Decodable>(_ type: I.Type) throws -> I {
+            try decoder.integer(value, as: I.self, at: codingPath)
+        }
         func decode<T: Decodable>(_ type: T.Type) throws -> T {
             try decoder.unbox(value, defaults: decoder.defaults, as: T.self, at: codingPath)
         }
