@@ -87,17 +87,11 @@ public struct ModelPredicate<M: Model> {
     public static func `where`<Target: Model>(
         _ keyPath: KeyPath<M.Properties, ModelRef<Target>>, _ predicate: ModelPredicate<Target>
     ) -> Self {
-        let node = predicate.node
-        return Self(
-            .related(
-                make: {
-                    let test = node.compiled(reader: PropertyValues<Target>())
-                    return { model in
-                        guard let target = model.storage.values[keyPath: keyPath].target(lookupIn: model.storage.lookupContext)
-                        else { return false }
-                        return try test(target)
-                    }
-                }, validate: { try node.validate(Target.self) }))
+        related(predicate) { model, test in
+            guard let target = model.storage.values[keyPath: keyPath].target(lookupIn: model.storage.lookupContext)
+            else { return false }
+            return try test(target)
+        }
     }
 
     /// At least one model of the to-many reference at `keyPath` satisfies `predicate`:
@@ -108,18 +102,27 @@ public struct ModelPredicate<M: Model> {
     public static func `where`<Target: Model>(
         _ keyPath: KeyPath<M.Properties, ModelArray<Target>>, any predicate: ModelPredicate<Target>
     ) -> Self {
+        related(predicate) { model, test in
+            let context = model.storage.lookupContext
+            for reference in model.storage.values[keyPath: keyPath].references {
+                if let target = reference.target(lookupIn: context), try test(target) { return true }
+            }
+            return false
+        }
+    }
+
+    /// A condition on the models `M` references: `predicate`, compiled once per run, applied by
+    /// `matches` to the targets of each model.
+    private static func related<Target: Model>(
+        _ predicate: ModelPredicate<Target>,
+        _ matches: @escaping (M, _ test: (Target) throws -> Bool) throws -> Bool
+    ) -> Self {
         let node = predicate.node
         return Self(
             .related(
                 make: {
                     let test = node.compiled(reader: PropertyValues<Target>())
-                    return { model in
-                        let context = model.storage.lookupContext
-                        for reference in model.storage.values[keyPath: keyPath].references {
-                            if let target = reference.target(lookupIn: context), try test(target) { return true }
-                        }
-                        return false
-                    }
+                    return { model in try matches(model, test) }
                 }, validate: { try node.validate(Target.self) }))
     }
 
