@@ -39,41 +39,14 @@ class GraphSink {
     /// A model id as its 36-character text.
     func modelId(_ value: ModelID) { abstract() }
 
-    /// Starts a model dictionary: its header members, then the `properties` key, whose value
-    /// comes next. Subclasses may write the constant parts in one go. A nil object id is left
-    /// out (readers take a missing one, or null, as nil).
-    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
-        beginObject()
-        key("model")
-        sharedValue(name)
-        key("modelId")
-        modelId(id)
-        if let objectId {
-            key("objectId")
-            string(objectId)
-        }
-        key("createdAt")
-        date(createdAt)
-        key("updatedAt")
-        date(updatedAt)
-        key("properties")
-    }
+    /// Starts a model dictionary: its header members (`model`, `modelId`, `objectId` unless it
+    /// is nil, `createdAt`, `updatedAt`), then the `properties` key, whose value comes next.
+    /// Readers take a missing object id, or null, as nil. Each sink writes the constant parts in
+    /// one go.
+    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) { abstract() }
 
-    /// A `ModelPointer` dictionary.
-    func pointer(name: String, id: ModelID, objectId: String?) {
-        beginObject()
-        key("__type")
-        sharedValue("ModelPointer")
-        key("model")
-        sharedValue(name)
-        key("modelId")
-        modelId(id)
-        if let objectId {
-            key("objectId")
-            string(objectId)
-        }
-        endObject()
-    }
+    /// A `ModelPointer` dictionary: `__type`, `model`, `modelId`, and `objectId` unless it is nil.
+    func pointer(name: String, id: ModelID, objectId: String?) { abstract() }
 
     /// Marks the current state, so that a value started after it can be abandoned.
     func checkpoint() -> Int { abstract() }
