@@ -59,12 +59,25 @@ extension GraphLoader {
     /// data and belongs to a `T`. `nil` otherwise (the general path then says what is wrong).
     func resolvedTarget<T: Model>(_ id: ModelID, as type: T.Type) -> Unmanaged<T>? {
         guard let slot = positions.lookup(id) else { return nil }
+        return try? targetInstance(at: slot, as: T.self) { _ in CancellationError() }
+    }
+
+    /// The instance for a pointer to the model of the data in `slot`, typed as the property that
+    /// holds it; `conflict` makes the error for a model of another type (given its index).
+    ///
+    /// Most targets were made by an earlier pointer of the same type, which checked the model
+    /// name: the slot has the instance, and neither the header nor the instance is read (each is
+    /// far apart in memory from one pointer to the next).
+    @inline(__always)
+    private func targetInstance<T: Model>(
+        at slot: ModelIDTable.Slot, as type: T.Type, conflict: (Int) -> any Error
+    ) throws -> Unmanaged<T> {
         if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
             return Unmanaged<T>.fromOpaque(instance)
         }
         let index = Int(slot.index)
-        guard headers[index].name == name(of: T.self) else { return nil }
-        return try? instance(T.self, at: index)
+        guard headers[index].name == name(of: T.self) else { throw conflict(index) }
+        return try instance(T.self, at: index)
     }
 
     /// Reads a pointer member by member, checking its tag and model name; returns the target id
@@ -145,19 +158,12 @@ extension GraphLoader {
     ) throws -> (Unmanaged<T>, ModelID) {
         let expectedName = name(of: T.self)
         if let slot = positions.lookup(id) {
-            // Most targets were made by an earlier pointer of the same type, which checked the
-            // model name: the slot has the instance, and neither the header nor the instance is
-            // read (each is far apart in memory from one pointer to the next).
-            if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
-                return (Unmanaged<T>.fromOpaque(instance), id)
-            }
-            let index = Int(slot.index)
-            guard headers[index].name == expectedName else {
-                throw fail(
+            let target = try targetInstance(at: slot, as: T.self) { index in
+                fail(
                     .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
-                    "a \(headers[index].name)")
+                    "a \(self.headers[index].name)")
             }
-            return (try instance(T.self, at: index), id)
+            return (target, id)
         }
         switch options.danglingPointers {
         case .fail:
