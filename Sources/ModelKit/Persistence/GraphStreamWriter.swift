@@ -4,8 +4,10 @@ import Foundation
 /// ``GraphWriter``, producing the same ModelPointer structure inside the file envelope.
 ///
 /// The walk is breadth-first with a queue (no recursion per model, so chains of any length are
-/// fine). Each model's output is streamed by ``ValueEncoder``, and the output buffer is handed to
-/// the file between models, so the whole output is never in memory at once.
+/// fine); a whole context is written from its own lists instead (`GraphStreamWriter+Context`),
+/// and only models reached outside it are queued. Each model's output is streamed by
+/// ``ValueEncoder``, and the output buffer is handed to the file between models, so the whole
+/// output is never in memory at once.
 final class GraphStreamWriter {
     // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
     // written or read, one instance is used by one thread, and the dynamic checks cost more than
