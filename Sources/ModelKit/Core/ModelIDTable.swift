@@ -17,13 +17,17 @@
 struct ModelIDTable {
     struct Slot {
         fileprivate(set) var id: ModelID
-        /// The position, or -1 for an empty slot.
+        /// The position, ``ModelIDTable/pending``, or -1 for an empty slot.
         fileprivate(set) var index: Int32
         /// A code for the type of `instance` (see ``GraphLoader``), 0 while there is none.
         fileprivate(set) var typeCode: UInt32
         /// The new instance the loader made for the id, unretained.
         fileprivate(set) var instance: UnsafeMutableRawPointer?
     }
+
+    /// The index of an id the loader met in a pointer before the model itself, whose position
+    /// is not known yet (see ``claim(_:index:)``).
+    static let pending = Int32.max
 
     /// The secret constants of the hash (the multipliers odd).
     private static let keys: (UInt64, UInt64, UInt64) = {
@@ -86,17 +90,30 @@ struct ModelIDTable {
         lookup(id).map { Int($0.index) }
     }
 
-    /// Stores `index` for `id` unless the table has `id` already; returns the index it had.
+    /// Stores `index` for `id` (with the instance made for it, if any) unless the table has `id`
+    /// already; returns the index it had.
     ///
     /// - Complexity: O(1) amortized.
     @discardableResult
-    mutating func insert(_ id: ModelID, index: Int) -> Int? {
+    mutating func insert(
+        _ id: ModelID, index: Int, instance: UnsafeMutableRawPointer? = nil, typeCode: UInt32 = 0
+    ) -> Int? {
         if Self.isOverloaded(count: count + 1, size: slots.count) { grow() }
         let position = position(of: id)
         if slots[position].index >= 0 { return Int(slots[position].index) }
-        slots[position] = Slot(id: id, index: Int32(index), typeCode: 0, instance: nil)
+        slots[position] = Slot(id: id, index: Int32(truncatingIfNeeded: index), typeCode: typeCode, instance: instance)
         count += 1
         return nil
+    }
+
+    /// Gives `id`, stored as ``pending``, its position; returns its slot as it was.
+    ///
+    /// - Complexity: O(1) on average.
+    mutating func claim(_ id: ModelID, index: Int) -> Slot? {
+        let position = position(of: id)
+        guard slots[position].index == Self.pending else { return nil }
+        defer { slots[position].index = Int32(truncatingIfNeeded: index) }
+        return slots[position]
     }
 
     /// Records the instance made for `id`, which the table has.

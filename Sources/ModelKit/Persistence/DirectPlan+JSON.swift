@@ -13,36 +13,37 @@ import Foundation
 
 extension DirectPlan {
     /// Fills the properties at `base` (a new model's, holding its defaults) from the properties
-    /// object at byte `start`; `false` when the text is not in the writer's compact form.
+    /// object at byte `start`; returns the offset after the object, or `nil` when the text is not
+    /// in the writer's compact form.
     func fillJSON(_ base: UnsafeMutableRawPointer, bytes: UnsafeBufferPointer<UInt8>, at start: Int, loader: GraphLoader)
-        -> Bool
+        -> Int?
     {
         var reader = CompactJSON(bytes: bytes, position: start)
-        guard reader.take(UInt8(ascii: "{")) else { return false }
+        guard reader.take(UInt8(ascii: "{")) else { return nil }
         for (index, field) in fields.enumerated() {
-            guard index == 0 || reader.take(UInt8(ascii: ",")), reader.matchKey(jsonKeys[index]) else { return false }
+            guard index == 0 || reader.take(UInt8(ascii: ",")), reader.matchKey(jsonKeys[index]) else { return nil }
             let place = base + field.offset
             switch field.kind {
             case .string:
-                guard let text = reader.string() else { return false }
+                guard let text = reader.string() else { return nil }
                 place.assumingMemoryBound(to: String.self).pointee = text
             case .int:
-                guard let number = reader.integer() else { return false }
+                guard let number = reader.integer() else { return nil }
                 place.assumingMemoryBound(to: Int.self).pointee = number
             case .double:
-                guard let number = reader.double() else { return false }
+                guard let number = reader.double() else { return nil }
                 place.assumingMemoryBound(to: Double.self).pointee = number
             case .date:
-                guard let date = reader.date() else { return false }
+                guard let date = reader.date() else { return nil }
                 place.assumingMemoryBound(to: Date.self).pointee = date
             case .strings:
-                guard let strings = reader.strings() else { return false }
+                guard let strings = reader.strings() else { return nil }
                 place.assumingMemoryBound(to: [String].self).pointee = strings
             case .reference(let reference):
-                guard reference.assignJSON(from: &reader, loader: loader, to: place) else { return false }
+                guard reference.assignJSON(from: &reader, loader: loader, to: place) else { return nil }
             }
         }
-        return reader.take(UInt8(ascii: "}"))
+        return reader.take(UInt8(ascii: "}")) ? reader.position : nil
     }
 }
 

@@ -58,7 +58,7 @@ extension GraphLoader {
     /// The instance for a pointer to `id` when it resolves without question: the id is in the
     /// data and belongs to a `T`. `nil` otherwise (the general path then says what is wrong).
     func resolvedTarget<T: Model>(_ id: ModelID, as type: T.Type) -> Unmanaged<T>? {
-        guard let slot = positions.lookup(id) else { return nil }
+        guard let slot = positions.lookup(id) else { return forwardInstance(T.self, id: id) }
         return try? targetInstance(at: slot, as: T.self) { _ in CancellationError() }
     }
 
@@ -75,6 +75,8 @@ extension GraphLoader {
         if slot.typeCode != 0, slot.typeCode == typeCode(of: T.self), let instance = slot.instance {
             return Unmanaged<T>.fromOpaque(instance)
         }
+        // A pending model (see `forwardInstance`) was made by a pointer of another type.
+        guard slot.index != ModelIDTable.pending else { throw StreamingUnavailable() }
         let index = Int(slot.index)
         guard headers[index].name == name(of: T.self) else { throw conflict(index) }
         return try instance(T.self, at: index)
@@ -165,6 +167,7 @@ extension GraphLoader {
             }
             return (target, id)
         }
+        if let made = forwardInstance(T.self, id: id) { return (made, id) }
         switch options.danglingPointers {
         case .fail:
             throw fail(

@@ -49,16 +49,23 @@ final class GraphLoader {
     /// The instance of each model, unretained: retaining and releasing a model (which has a
     /// side table) for each pointer to it cost more than the rest of resolving the pointer.
     /// The batches keep new models alive, `owned` the others.
-    @exclusivity(unchecked) private var instances: [Unmanaged<AnyObject>?] = []
+    @exclusivity(unchecked) var instances: [Unmanaged<AnyObject>?] = []
     /// The type each instance was made as; for a model whose type is not registered, the type of
     /// the first pointer to it.
-    @exclusivity(unchecked) private var instanceTypes: [(any Model.Type)?] = []
+    @exclusivity(unchecked) var instanceTypes: [(any Model.Type)?] = []
     @exclusivity(unchecked) var owned: [AnyObject] = []
     /// The types of instances, by their code in ``ModelIDTable``'s slots (code = position + 1).
-    @exclusivity(unchecked) private var typeCodes: [ObjectIdentifier] = []
+    @exclusivity(unchecked) private(set) var typeCodes: [any Model.Type] = []
     /// Whether the instance at each index was already in the context (updated at commit) rather
     /// than created by this load (filled in at once).
     @exclusivity(unchecked) private var wasInContext: [Bool] = []
+    /// Whether the properties of the model at each index have been decoded.
+    @exclusivity(unchecked) var decoded: [Bool] = []
+    /// Whether models are staged as the source reads them, in one pass (see
+    /// `GraphLoader+Streaming.swift`).
+    let isStreaming: Bool
+    /// The number of models made for pointers whose model the source has not read yet.
+    @exclusivity(unchecked) var pendingCount = 0
     @exclusivity(unchecked) var placeholders: [ModelID: any Model] = [:]
     @exclusivity(unchecked) var placeholderOrder: [any Model] = []
     @exclusivity(unchecked) private var updates: [() -> Void] = []
@@ -103,10 +110,13 @@ final class GraphLoader {
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
 
-    init(context: ModelContext, options: DeserializationOptions, source: any ModelSource) {
+    /// Creates a loader; with `streaming`, one that stages each model as the source reads it,
+    /// which only works on input that loads without errors (see `GraphLoader+Streaming.swift`).
+    init(context: ModelContext, options: DeserializationOptions, source: any ModelSource, streaming: Bool = false) {
         self.context = context
         self.options = options
         self.source = source
+        isStreaming = streaming
     }
 
     /// Makes room for `count` models, when the source knows how many there are (growing the id
@@ -116,26 +126,41 @@ final class GraphLoader {
         if positions.count == 0 { positions = ModelIDTable(minimumCapacity: count) }
     }
 
-    /// Adds a model's header, checking that its id is new to the data.
-    func add(_ header: Header) throws {
+    /// Adds a model's header, checking that its id is new to the data; returns its index.
+    @discardableResult
+    func add(_ header: Header) throws -> Int {
         let index = headers.count
-        if let first = positions.insert(header.id, index: index) {
+        guard index < ModelIDTable.pending else {
             throw SerializationError(
-                .duplicateModelId, modelIndex: index, modelName: header.name, path: "modelId",
-                expected: "a model id not used by another model in the data",
-                found: "\(header.id), already used at model index \(first)")
+                .malformedInput, modelIndex: index, expected: "fewer than \(ModelIDTable.pending) models",
+                found: "more")
+        }
+        var made: ModelIDTable.Slot?
+        if let first = positions.insert(header.id, index: index) {
+            guard first == ModelIDTable.pending, let slot = positions.claim(header.id, index: index) else {
+                throw SerializationError(
+                    .duplicateModelId, modelIndex: index, modelName: header.name, path: "modelId",
+                    expected: "a model id not used by another model in the data",
+                    found: "\(header.id), already used at model index \(first)")
+            }
+            made = slot
         }
         headers.append(header)
+        instances.append(nil)
+        instanceTypes.append(nil)
+        wasInContext.append(false)
+        decoded.append(false)
+        if let made { try adopt(made, at: index) }
+        return index
     }
 
     /// Loads every model in the data into the context.
     func loadAll() throws {
         contextWasEmpty = context.isEmpty
         stagedGeneration = context.changeGeneration
+        guard !isStreaming || contextWasEmpty else { throw StreamingUnavailable() }
         try source.readHeaders(into: self)
-        instances = Array(repeating: nil, count: headers.count)
-        instanceTypes = Array(repeating: nil, count: headers.count)
-        wasInContext = Array(repeating: false, count: headers.count)
+        if isStreaming, pendingCount > 0 { throw StreamingUnavailable() }
         try decodeAll()
         commit()
     }
@@ -148,9 +173,6 @@ final class GraphLoader {
         guard !headers.isEmpty else {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
         }
-        instances = Array(repeating: nil, count: headers.count)
-        instanceTypes = Array(repeating: nil, count: headers.count)
-        wasInContext = Array(repeating: false, count: headers.count)
         let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
         try decodeAll()
         commit()
@@ -186,7 +208,7 @@ final class GraphLoader {
         return name
     }
 
-    private func type(named name: String) -> (any Model.Type)? {
+    func type(named name: String) -> (any Model.Type)? {
         if let lastType, name == lastTypeName { return lastType }
         defer { (lastTypeName, lastType) = (name, types[name]) }
         if let known = types[name] { return known }
@@ -195,11 +217,11 @@ final class GraphLoader {
         return type
     }
 
-    /// Decodes every model's properties. A model whose type is not registered becomes decodable
-    /// once a typed pointer to it has been read, so passes repeat while they make progress.
+    /// Decodes the properties of every model not decoded yet. A model whose type is not
+    /// registered becomes decodable once a typed pointer to it has been read, so passes repeat
+    /// while they make progress.
     private func decodeAll() throws {
-        var decoded = [Bool](repeating: false, count: headers.count)
-        var remaining = headers.count
+        var remaining = decoded.reduce(0) { $0 + ($1 ? 0 : 1) }
         var progress = true
         while progress && remaining > 0 {
             progress = false
@@ -213,7 +235,6 @@ final class GraphLoader {
                     continue
                 }
                 try stage(type, at: index)
-                decoded[index] = true
                 remaining -= 1
                 progress = true
             }
@@ -255,7 +276,7 @@ final class GraphLoader {
         if isContextFree(M.self) {
             owned.append(model)
         } else {
-            enlist(model, model.storage.box, headers[index])
+            enlist(model, model.storage.box, id: headers[index].id, objectId: headers[index].objectId)
         }
         instances[index] = Unmanaged.passUnretained(model)
         instanceTypes[index] = M.self
@@ -267,8 +288,8 @@ final class GraphLoader {
     /// A small number for each type the loader made instances of, for ``ModelIDTable``'s slots.
     func typeCode<M: Model>(of type: M.Type) -> UInt32 {
         let key = ObjectIdentifier(M.self)
-        if let position = typeCodes.firstIndex(of: key) { return UInt32(position + 1) }
-        typeCodes.append(key)
+        if let position = typeCodes.firstIndex(where: { ObjectIdentifier($0) == key }) { return UInt32(position + 1) }
+        typeCodes.append(M.self)
         return UInt32(typeCodes.count)
     }
 
@@ -280,7 +301,7 @@ final class GraphLoader {
         return object._withUnsafeGuaranteedRef { $0 as? M }.map { Unmanaged.passUnretained($0) }
     }
 
-    private func isContextFree<M: Model>(_ type: M.Type) -> Bool {
+    func isContextFree<M: Model>(_ type: M.Type) -> Bool {
         let key = ObjectIdentifier(M.self)
         if let known = contextFree[key] { return known }
         let isContextFree = M.self is any ContextFreeModel.Type
@@ -302,15 +323,15 @@ final class GraphLoader {
     /// generation are set now, while its storage is at hand: registering then has nothing to
     /// write to it when the type's list was empty and nothing changed meanwhile (otherwise it
     /// sets them again).
-    private func enlist<M: Model>(_ model: M, _ box: ModelBox<M.Properties>, _ header: Header) {
+    func enlist<M: Model>(_ model: M, _ box: ModelBox<M.Properties>, id: ModelID, objectId: String?) {
         let batch = batch(for: M.self)
         box.typeSlot = batch.count
         box.insertedGeneration = stagedGeneration
-        batch.append(model, id: header.id, objectId: header.objectId)
+        batch.append(model, id: id, objectId: objectId)
     }
 
     /// The batch that registers the new models of type `M`.
-    private func batch<M: Model>(for type: M.Type) -> ModelContext.LoadedModels<M> {
+    func batch<M: Model>(for type: M.Type) -> ModelContext.LoadedModels<M> {
         let key = ObjectIdentifier(M.self)
         if key == lastBatchType, let lastBatch { return unsafeDowncast(lastBatch, to: ModelContext.LoadedModels<M>.self) }
         let batch: ModelContext.LoadedModels<M>
@@ -334,7 +355,8 @@ final class GraphLoader {
 
     /// Decodes the properties of the model at `index`: applied at once to a new instance, queued
     /// for one already in the context.
-    private func stage<M: Model>(_ type: M.Type, at index: Int) throws {
+    func stage<M: Model>(_ type: M.Type, at index: Int) throws {
+        decoded[index] = true
         let unmanaged = try instance(M.self, at: index)
         let header = headers[index]
         if !wasInContext[index], let plan = plan(for: M.self) {

@@ -39,6 +39,11 @@ extension ModelContext {
             objectIds.append(objectId)
         }
 
+        /// Sets the object id of the model at `position`, appended before its header was read.
+        func setObjectId(_ objectId: String, at position: Int) {
+            objectIds[position] = objectId
+        }
+
         func register(in registry: inout Registry, checkIds: Bool, rejected: inout [any Model]) {
             let type = ObjectIdentifier(M.self)
             outcomes = Array(repeating: 1, count: models.count)

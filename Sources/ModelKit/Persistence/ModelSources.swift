@@ -168,30 +168,49 @@ final class JSONSource: ModelSource {
             literal(#","properties":"#), position < bytes.count, bytes[position] == UInt8(ascii: "{")
         else { return nil }
         let properties = position
-        var skipper = JSONScanner(bytes: bytes, position: position)
-        try skipper.skipBrackets()
-        position = skipper.position
-        guard literal("}") else { return nil }
         if !nameBytes.elementsEqual(lastNameBytes) {
             lastName = String(decoding: nameBytes, as: UTF8.self)
             lastNameBytes = Array(nameBytes)
         }
-        try loader.add(
-            GraphLoader.Header(
-                name: lastName, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
-                properties: properties))
+        let header = GraphLoader.Header(
+            name: lastName, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
+            properties: properties)
+        if loader.isStreaming {
+            // Staged at once; decoding the properties found where they end. Anything after them
+            // but the model's closing brace is for the general loader (the model is added now).
+            if try loader.stageAdded(at: loader.add(header)), decodedObject.start == properties {
+                position = decodedObject.end
+            } else {
+                try skipObject(at: &position)
+            }
+            guard literal("}") else { throw StreamingUnavailable() }
+            return position
+        }
+        try skipObject(at: &position)
+        guard literal("}") else { return nil }
+        try loader.add(header)
         return position
     }
+
+    private func skipObject(at position: inout Int) throws {
+        var skipper = JSONScanner(bytes: bytes, position: position)
+        try skipper.skipBrackets()
+        position = skipper.position
+    }
+
+    /// The byte range of the properties object decoded last.
+    private var decodedObject = (start: -1, end: -1)
 
     /// Reads the header of the model on the tape.
     private func model(_ loader: GraphLoader) throws {
         let tape = self.tape
         let header = try loader.header(in: JSONDocument(tape: tape), node: 0) { tape.entries[$0].start }
-        try loader.add(header)
+        let index = try loader.add(header)
+        if loader.isStreaming { _ = try loader.stageAdded(at: index) }
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
-        _ = try tape.parse(at: handle)
+        decodedObject = (handle, try tape.parse(at: handle))
         let info = infos.info(M.self)
         let decoder = TreeDecoder(
             document: JSONDocument(tape: tape), node: 0, defaults: info.defaults, loader: loader, codingPath: propertiesPath,
@@ -204,8 +223,11 @@ final class JSONSource: ModelSource {
     {
         // The writer's own compact form is read straight from the text; anything else (and any
         // error) through the tape.
-        if plan.fillJSON(base, bytes: tape.bytes, at: handle, loader: loader) { return true }
-        _ = try tape.parse(at: handle)
+        if let end = plan.fillJSON(base, bytes: tape.bytes, at: handle, loader: loader) {
+            decodedObject = (handle, end)
+            return true
+        }
+        decodedObject = (handle, try tape.parse(at: handle))
         var unused: [Int] = []
         return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader, keyNodes: &unused)
     }
@@ -229,7 +251,7 @@ final class BinaryPlistSource: ModelSource {
         case .object:
             guard let array = try document.member(of: top, named: "models") else {
                 // A single bare model dictionary.
-                return try loader.add(loader.header(in: document, node: top) { $0 })
+                return try add(top, to: loader)
             }
             try GraphLoader.checkEnvelope(
                 in: document, format: try document.member(of: top, named: "format"),
@@ -248,9 +270,15 @@ final class BinaryPlistSource: ModelSource {
         // Each model is at least one object: a damaged count reserves no more than that.
         loader.reserveCapacity(min(try document.count(of: models), document.objectCount))
         try document.forEach(in: models) { _, node in
-            try loader.add(loader.header(in: document, node: node) { $0 })
+            try add(node, to: loader)
             return true
         }
+    }
+
+    /// Adds the header of the model at `node`, and stages the model when streaming.
+    private func add(_ node: Int, to loader: GraphLoader) throws {
+        let index = try loader.add(loader.header(in: document, node: node) { $0 })
+        if loader.isStreaming { _ = try loader.stageAdded(at: index) }
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {

@@ -125,6 +125,15 @@ extension ModelContext {
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of `data`.
     public func load(_ data: Data, options: DeserializationOptions = DeserializationOptions()) throws {
+        if isEmpty {
+            // Loading at launch: one pass over the input when it loads cleanly. On anything else
+            // that pass throws, having changed nothing, and the general loader below runs.
+            do {
+                return try withModelSource(for: data) { source in
+                    try GraphLoader(context: self, options: options, source: source, streaming: true).loadAll()
+                }
+            } catch {}
+        }
         try withModelSource(for: data) { source in
             try GraphLoader(context: self, options: options, source: source).loadAll()
         }
