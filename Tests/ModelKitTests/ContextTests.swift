@@ -179,6 +179,52 @@ struct ContextTests {
         #expect(owned.allSatisfy { $0.modelId.hashValue % 3 != 0 })
         #expect(context.count == ids.count + owned.count)
     }
+
+    @Test("a context keeps its models alive exactly while it holds them, whether inserted or loaded")
+    func modelLifetimes() throws {
+        let tracker = LifetimeTracker()
+        let context = ModelContext()
+        var ids: [ModelID] = []
+        for index in 0..<50 {
+            let author = Author.instance(in: context)
+            author.name = "Author \(index)"
+            author.lifetime = tracker.token()
+            ids.append(author.modelId)
+        }
+        #expect(tracker.liveCount == 50)
+        // Lookups by id hand out live models; removing one releases it.
+        for (index, id) in ids.enumerated() {
+            #expect(context.model(Author.self, modelId: id)?.name == "Author \(index)")
+        }
+        for id in ids.prefix(10) {
+            context.remove(try #require(context.model(withId: id) as? Author))
+        }
+        #expect(tracker.liveCount == 40)
+        #expect(context.model(withId: ids[0]) == nil)
+        #expect(context.model(withId: ids[10]) != nil)
+
+        // Models handed out before a clear stay alive while held, and only then go.
+        let data = try context.data(format: .json)
+        var held = context.allModels
+        context.clear()
+        #expect(tracker.liveCount == 40)
+        #expect(context.model(withId: ids[10]) == nil)
+        held.removeAll()
+        #expect(tracker.liveCount == 0)
+
+        // Loaded models are held the same way (`lifetime` is not persisted).
+        try context.load(data)
+        let loaded = context.allModels.count
+        #expect(loaded == 40)
+        let reloaded = try #require(context.model(Author.self, modelId: ids[49]))
+        reloaded.lifetime = tracker.token()
+        context.remove(reloaded)
+        #expect(tracker.liveCount == 1)
+        #expect(context.count == 39)
+        _ = consume reloaded
+        #expect(tracker.liveCount == 0)
+        #expect(context.model(Author.self, modelId: ids[48])?.name == "Author 48")
+    }
 }
 
 /// These tests change the process-wide stack, so they run one at a time; every other test works

@@ -50,7 +50,7 @@ struct ChangeLog {
     }
 
     /// The changes, given the models in the context now.
-    func changes(present: [ModelID: any Model]) -> ContextChanges {
+    func changes(present: ModelIdentityMap) -> ContextChanges {
         var changes = ContextChanges()
         for id in insertedOrder where present[id] != nil { changes.inserted.insert(id) }
         changes.updated = updated.subtracting(changes.inserted)

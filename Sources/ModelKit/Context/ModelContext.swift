@@ -25,7 +25,8 @@ import Synchronization
 /// context of its own with ``withCurrent(_:operation:)-swift.type.method``.
 public final class ModelContext: @unchecked Sendable {
     struct Registry {
-        var models: [ModelID: any Model] = [:]
+        /// Every model by id: the identity map (the type lists own the models).
+        var models = ModelIdentityMap()
         /// Models by type and object id (the models themselves: one hash lookup, not two).
         var objectIds: [ObjectKey: any Model] = [:]
         /// What was inserted, updated and removed since the last `resetChanges()`.
@@ -130,7 +131,7 @@ public final class ModelContext: @unchecked Sendable {
     ///
     /// - Complexity: O(n).
     public var allModels: [any Model] {
-        registry.withLock { Array($0.models.values) }
+        registry.withLock { $0.models.models }
     }
 
     /// The models of type `type` in the context, in no particular order.
@@ -267,10 +268,11 @@ public final class ModelContext: @unchecked Sendable {
     /// - Complexity: O(n).
     public func clear() {
         let models = registry.withLock { registry -> [any Model] in
-            let models = Array(registry.models.values)
+            // Retained before the type lists that own them go.
+            let models = registry.models.models
             var log = registry.log
             let inserted = Set(log.insertedOrder)
-            for id in registry.models.keys where !inserted.contains(id) { log.removed.insert(id) }
+            for id in registry.models.ids where !inserted.contains(id) { log.removed.insert(id) }
             log.insertedOrder = []
             log.updated = []
             registry = Registry()
