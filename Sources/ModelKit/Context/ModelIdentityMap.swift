@@ -22,6 +22,12 @@ struct ModelIdentityMap {
         set { entries[id] = newValue.map { Entry(model: $0) } }
     }
 
+    /// Adds `model` under `id`, without retaining it even for a moment (assigning through the
+    /// subscript retains and releases it on the way, through its side table).
+    mutating func insert<M: Model>(_ model: Unmanaged<M>, for id: ModelID) {
+        model._withUnsafeGuaranteedRef { entries[id] = Entry(model: $0) }
+    }
+
     var count: Int { entries.count }
     var isEmpty: Bool { entries.isEmpty }
     var ids: Dictionary<ModelID, Entry>.Keys { entries.keys }

@@ -172,6 +172,23 @@ struct BinaryPlistDocument: TreeDocument {
         return nil
     }
 
+    func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID? {
+        let offset = offset(of: node)
+        // A dictionary of three entries: the keys `__type`, `model`, `modelId`, then the values
+        // `ModelPointer`, the model name and the id.
+        guard bytes[offset] == 0xD3, 6 * referenceSize <= tableOffset - (offset + 1) else { return nil }
+        let references = offset + 1
+        @inline(__always) func reference(_ index: Int) -> Int {
+            readInt(at: references + index * referenceSize, size: referenceSize)
+        }
+        guard reference(0) == known.type, reference(1) == known.model, reference(2) == known.modelId,
+            reference(3) == known.tagValue, reference(4) == known.nameValue
+        else { return nil }
+        let id = reference(5)
+        guard id >= 0, id < objectCount else { return nil }
+        return (try? modelId(id)) ?? nil
+    }
+
     func bool(_ node: Int) -> Bool { bytes[offset(of: node)] == 0x09 }
 
     func number(_ node: Int) throws -> NodeNumber {

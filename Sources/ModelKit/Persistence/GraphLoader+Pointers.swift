@@ -32,6 +32,11 @@ extension GraphLoader {
         var objectNode: Int?
         if let compact = compactPointerId(pointer, in: document, as: T.self) {
             id = compact
+        } else if D.nodesAreShared, pointerKeys.nameType == ObjectIdentifier(T.self),
+            let shared = document.pointerId(pointer, matching: pointerKeys)
+        {
+            // The same nodes as a pointer to a `T` read member by member before.
+            id = shared
         } else {
             (id, objectNode) = try readPointer(pointer, in: document, as: T.self, fail: fail)
         }
@@ -158,11 +163,10 @@ extension GraphLoader {
         id: ModelID, objectNode: Int?, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey],
         fail: (SerializationError.Code, String, String, String) -> SerializationError
     ) throws -> (Unmanaged<T>, ModelID) {
-        let expectedName = name(of: T.self)
         if let slot = positions.lookup(id) {
             let target = try targetInstance(at: slot, as: T.self) { index in
                 fail(
-                    .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(expectedName)",
+                    .modelTypeConflict, "", "the pointer's target at model index \(index) to be a \(self.name(of: T.self))",
                     "a \(self.headers[index].name)")
             }
             return (target, id)
@@ -172,7 +176,7 @@ extension GraphLoader {
         case .fail:
             throw fail(
                 .danglingPointer, "", "a pointer to a model in the data",
-                "a pointer to \(expectedName) \(id), which is not in the data")
+                "a pointer to \(name(of: T.self)) \(id), which is not in the data")
         case .placeholder:
             var objectId: String?
             if let objectNode, document.kind(of: objectNode) == .string { objectId = try document.string(objectNode) }

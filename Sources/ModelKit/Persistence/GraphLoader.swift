@@ -36,6 +36,8 @@ final class GraphLoader {
     }
 
     let context: ModelContext
+    /// `context`, which the loader keeps alive, unretained.
+    private let unownedContext: Unmanaged<ModelContext>
     let options: DeserializationOptions
     let source: any ModelSource
     @exclusivity(unchecked) private(set) var headers: [Header] = []
@@ -114,6 +116,7 @@ final class GraphLoader {
     /// which only works on input that loads without errors (see `GraphLoader+Streaming.swift`).
     init(context: ModelContext, options: DeserializationOptions, source: any ModelSource, streaming: Bool = false) {
         self.context = context
+        unownedContext = Unmanaged.passUnretained(context)
         self.options = options
         self.source = source
         isStreaming = streaming
@@ -202,8 +205,13 @@ final class GraphLoader {
     func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
         if key == lastNamed { return lastName }
-        let name = names[key] ?? ModelRegistry.name(of: type)
-        names[key] = name
+        let name: String
+        if let known = names[key] {
+            name = known
+        } else {
+            name = ModelRegistry.name(of: type)
+            names[key] = name
+        }
         (lastNamed, lastName) = (key, name)
         return name
     }
@@ -313,8 +321,13 @@ final class GraphLoader {
     private func plan<M: Model>(for type: M.Type) -> DirectPlan? {
         let key = ObjectIdentifier(M.self)
         if key == lastPlanType { return lastPlan }
-        let plan = plans[key] ?? DirectPlan.of(M.self)
-        plans.updateValue(plan, forKey: key)
+        let plan: DirectPlan?
+        if let known = plans[key] {
+            plan = known
+        } else {
+            plan = DirectPlan.of(M.self)
+            plans[key] = .some(plan)
+        }
         (lastPlanType, lastPlan) = (key, plan)
         return plan
     }
@@ -369,7 +382,7 @@ final class GraphLoader {
                     try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
                 }) ?? false
             if filled {
-                Self.stamp(box, header, joining: isContextFree(M.self) ? nil : context)
+                Self.stamp(box, header, joining: isContextFree(M.self) ? nil : unownedContext)
                 return
             }
         }
@@ -385,55 +398,48 @@ final class GraphLoader {
                 .invalidValue, modelIndex: index, modelName: header.name, path: "properties",
                 expected: "properties that decode", found: "error \(error)")
         }
-        let context = self.context
         guard wasInContext[index] else {
             // Not visible to anyone yet: fill it in now, register it at commit.
-            let isContextFree = isContextFree(M.self)
-            // The values move into the storage: copying them would copy every string, array
-            // and weak reference in them.
             let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
-            Self.fill(box, with: properties, header, joining: isContextFree ? nil : context)
+            Self.fill(box, with: properties, header, joining: isContextFree(M.self) ? nil : unownedContext)
             return
         }
         let model = unmanaged.takeUnretainedValue()
+        let context = self.context
         updates.append {
             let oldObjectId = model.storage.metadata.objectId
             // An existing model: loading is a reset of its changes, and observers and indexes
             // hear about what the load changed.
             model.replaceLoadedValues(properties)
-            Self.apply(properties, header, to: model, valuesAssigned: true)
+            Self.stamp(model.storage.box, header, joining: nil)
             context.objectIdChanged(model, from: oldObjectId)
         }
     }
 
-    /// Assigns loaded values, in one access to the storage: each access through the protocol
-    /// looks up the storage's generic type and copies or re-stores it.
-    private static func apply<M: Model>(
-        _ properties: M.Properties, _ header: Header, to model: M, joining context: ModelContext? = nil,
-        valuesAssigned: Bool = false
-    ) {
-        let box = model.storage.box
-        if !valuesAssigned { box.values = properties }
-        stamp(box, header, joining: context)
-    }
-
     /// Fills in a new model's storage: its values, identity and membership.
     private static func fill<Properties>(
-        _ box: ModelBox<Properties>, with properties: consuming Properties, _ header: Header, joining context: ModelContext?
+        _ box: ModelBox<Properties>, with properties: consuming Properties, _ header: Header,
+        joining context: Unmanaged<ModelContext>?
     ) {
+        // The values move into the storage: copying them would copy every string, array and
+        // weak reference in them.
         box.values = properties
         stamp(box, header, joining: context)
     }
 
-    /// Gives a new model its identity and membership.
-    private static func stamp<Properties>(_ box: ModelBox<Properties>, _ header: Header, joining context: ModelContext?) {
+    /// Gives a model its loaded identity, and a new model its membership of `context`.
+    private static func stamp<Properties>(
+        _ box: ModelBox<Properties>, _ header: Header, joining context: Unmanaged<ModelContext>?
+    ) {
         box.metadata.objectId = header.objectId
         if let createdAt = header.createdAt { box.metadata.createdAt = createdAt }
         if let updatedAt = header.updatedAt { box.metadata.updatedAt = updatedAt }
         box.metadata.state = .loaded
         if let context {
-            // What ModelContext.insert does to a model it takes, done in the same access.
-            box.context = context
+            // What ModelContext.insert does to a model it takes, done in the same access. The
+            // context is passed unretained: it has a side table, so retaining it for each model
+            // takes the slow path.
+            context._withUnsafeGuaranteedRef { box.context = $0 }
             box.metadata.membership = .managed
         }
     }

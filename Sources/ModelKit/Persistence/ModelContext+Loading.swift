@@ -59,7 +59,7 @@ extension ModelContext {
                         anyRejected = true
                         continue
                     }
-                    registry.models[id] = models[position]
+                    registry.models.insert(Unmanaged.passUnretained(models[position]), for: id)
                     if let objectKey { registry.objectIds[objectKey] = models[position] }
                     if !registry.log.inserted(id) {
                         outcomes[position] = 2

@@ -57,10 +57,16 @@ protocol TreeDocument {
     /// writer gives it, else `nil` (the general reading then decides). A shortcut for text
     /// documents, where reading a pointer member by member costs more than matching its bytes.
     func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID?
+    /// The target's id when `node` is a pointer made of exactly the `known` key, tag and name
+    /// nodes, in the order ModelKit's writer gives them, with no object id; else `nil`. The
+    /// shortcut for documents whose nodes are shared (``nodesAreShared``): matching six object
+    /// numbers instead of reading each member.
+    func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID?
 }
 
 extension TreeDocument {
     func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? { nil }
+    func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID? { nil }
 
     /// The elements of an array node.
     func elements(of node: Int) throws -> [Int] {
