@@ -86,6 +86,24 @@ struct ISODateTests {
         let copy = try Everything.instance(fromJSON: value.jsonData(), in: ModelContext())
         #expect(copy.dates == model.dates)
     }
+
+    @Test("the date cache gives what parsing gives, for repeated, changed, long and invalid texts")
+    func dateCache() {
+        var cache = ISODateCache()
+        let texts = [
+            "2026-11-22T11:34:08.123Z", "2026-11-22T11:34:08.123Z", "2026-11-22T11:34:08.124Z", "2001-01-01T00:00:00Z",
+            "2026-11-22T11:34:08.1234567Z", "not a date", "2026-11-22T11:34:08.124Z", "2026-11-22T11:34:08.124Z",
+            "2026-11-22T11:34:08.124Z" + String(repeating: " ", count: 20),
+        ]
+        for text in texts {
+            let bytes = Array(text.utf8)
+            let cached = bytes.withUnsafeBufferPointer { cache.parse($0) }
+            let parsed = bytes.withUnsafeBufferPointer { FastISODate.parse($0) }
+            #expect(cached == parsed, "\(text)")
+        }
+        let first = Array("2026-11-22T11:34:08.123Z".utf8).withUnsafeBufferPointer { cache.parse($0) }
+        #expect(first == ISODate.date(from: "2026-11-22T11:34:08.123Z"))
+    }
 }
 
 @Suite("JSON text")

@@ -34,7 +34,7 @@ extension DirectPlan {
                 guard let number = reader.double() else { return nil }
                 place.assumingMemoryBound(to: Double.self).pointee = number
             case .date:
-                guard let date = reader.date() else { return nil }
+                guard let date = reader.date(cache: &loader.dateCache) else { return nil }
                 place.assumingMemoryBound(to: Date.self).pointee = date
             case .strings:
                 guard let strings = reader.strings() else { return nil }
@@ -188,9 +188,9 @@ struct CompactJSON {
     }
 
     /// A `{"__type":"Date","iso":"…"}` date whose text the fast ISO parser reads.
-    mutating func date() -> Date? {
+    mutating func date(cache: inout ISODateCache) -> Date? {
         guard match(#"{"__type":"Date","iso":"#), let (text, _) = rawString(), take(UInt8(ascii: "}")) else { return nil }
-        return FastISODate.parse(text)
+        return cache.parse(text)
     }
 
     mutating func strings() -> [String]? {

@@ -94,6 +94,8 @@ final class GraphLoader {
         var nameType: ObjectIdentifier?
     }
     @exclusivity(unchecked) var pointerKeys = PointerKeys()
+    /// The ISO date text read last (JSON), and its date.
+    @exclusivity(unchecked) var dateCache = ISODateCache()
     /// The type whose pointers were matched in their compact form last, and its name's bytes.
     @exclusivity(unchecked) var compactNameType: ObjectIdentifier?
     @exclusivity(unchecked) var compactName: [UInt8] = []
@@ -126,6 +128,11 @@ final class GraphLoader {
     /// table rehashes every id in it).
     func reserveCapacity(_ count: Int) {
         headers.reserveCapacity(count)
+        reserveIdCapacity(count)
+    }
+
+    /// Sizes the id table for `count` models, when the source can only estimate how many there are.
+    func reserveIdCapacity(_ count: Int) {
         if positions.count == 0 { positions = ModelIDTable(minimumCapacity: count) }
     }
 

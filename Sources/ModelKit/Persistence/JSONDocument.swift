@@ -213,6 +213,26 @@ struct JSONDocument: TreeDocument {
     }
 }
 
+/// The ISO text parsed last and its date. Models made together carry the same creation and
+/// update times, and a file of them repeats the same text model after model: it is parsed once.
+struct ISODateCache {
+    private var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private var count = 0
+    private var date = Date(timeIntervalSinceReferenceDate: 0)
+
+    /// ``FastISODate/parse(_:)``, from the cache when `text` is the text parsed last.
+    mutating func parse(_ text: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard text.count <= MemoryLayout.size(ofValue: self.text) else { return FastISODate.parse(text) }
+        let same =
+            text.count == count && withUnsafeBytes(of: &self.text) { memcmp($0.baseAddress!, text.baseAddress!, count) == 0 }
+        if same { return date }
+        guard let parsed = FastISODate.parse(text) else { return nil }
+        withUnsafeMutableBytes(of: &self.text) { $0.copyMemory(from: UnsafeRawBufferPointer(text)) }
+        (count, date) = (text.count, parsed)
+        return parsed
+    }
+}
+
 /// Parses the ISO text ModelKit writes (`2012-10-29T06:44:01.25Z`) straight from bytes. Anything
 /// else returns `nil` and goes to ``ISODate/date(from:)``, which reads every ISO form.
 enum FastISODate {

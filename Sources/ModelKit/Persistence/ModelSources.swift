@@ -16,6 +16,10 @@ final class JSONSource: ModelSource {
     }
 
     func readHeaders(into loader: GraphLoader) throws {
+        // A model ModelKit writes takes a few hundred bytes at least: an id table sized for one
+        // model per kilobyte grows at most a few times, and costs at most a few percent of the
+        // file however large its models are.
+        loader.reserveIdCapacity(bytes.count / 1024)
         var scanner = JSONScanner(bytes: bytes, position: 0)
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { scanner.position = 3 }
         scanner.skipWhitespace()
@@ -153,7 +157,7 @@ final class JSONSource: ModelSource {
         }
         func date() -> Date? {
             guard literal(#"{"__type":"Date","iso":""#), let text = plainString(), literal("}") else { return nil }
-            return FastISODate.parse(text)
+            return loader.dateCache.parse(text)
         }
         guard literal(#"{"model":""#), let nameBytes = plainString(), literal(#","modelId":""#),
             let idBytes = plainString(), let id = ModelID.parse(idBytes)
