@@ -87,13 +87,14 @@ struct ISODateTests {
         #expect(copy.dates == model.dates)
     }
 
-    @Test("the date cache gives what parsing gives, for repeated, changed, long and invalid texts")
+    @Test("the date cache gives what parsing gives, for repeated, changed, long and invalid texts in the same second")
     func dateCache() {
         var cache = ISODateCache()
         let texts = [
             "2026-11-22T11:34:08.123Z", "2026-11-22T11:34:08.123Z", "2026-11-22T11:34:08.124Z", "2001-01-01T00:00:00Z",
             "2026-11-22T11:34:08.1234567Z", "not a date", "2026-11-22T11:34:08.124Z", "2026-11-22T11:34:08.124Z",
             "2026-11-22T11:34:08.124Z" + String(repeating: " ", count: 20),
+            "2026-11-22T11:34:08.12xZ", "2026-11-22T11:34:08Q", "2026-11-22T11:34:08Z", "2026-11-22T11:34:08.5Z",
         ]
         for text in texts {
             let bytes = Array(text.utf8)

@@ -213,23 +213,28 @@ struct JSONDocument: TreeDocument {
     }
 }
 
-/// The ISO text parsed last and its date. Models made together carry the same creation and
-/// update times, and a file of them repeats the same text model after model: it is parsed once.
+/// The date and time (to the second) of the ISO text parsed last. Models made together carry
+/// creation and update times within the same second, so a file of them repeats the same
+/// `YYYY-MM-DDTHH:MM:SS` model after model: only the fractions need parsing.
 struct ISODateCache {
-    private var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-    private var count = 0
-    private var date = Date(timeIntervalSinceReferenceDate: 0)
+    /// The first 19 bytes of the text parsed last (as 8 + 8 + 4 bytes from offsets 0, 8, 15).
+    private var prefix: (UInt64, UInt64, UInt32) = (0, 0, 0)
+    /// Its seconds since 2001, or -1 while there is none.
+    private var whole: Int64 = -1
 
-    /// ``FastISODate/parse(_:)``, from the cache when `text` is the text parsed last.
+    /// ``FastISODate/parse(_:)``, reusing the seconds of the text parsed last when `text` starts
+    /// with the same date and time.
     mutating func parse(_ text: UnsafeBufferPointer<UInt8>) -> Date? {
-        guard text.count <= MemoryLayout.size(ofValue: self.text) else { return FastISODate.parse(text) }
-        let same =
-            text.count == count && withUnsafeBytes(of: &self.text) { memcmp($0.baseAddress!, text.baseAddress!, count) == 0 }
-        if same { return date }
-        guard let parsed = FastISODate.parse(text) else { return nil }
-        withUnsafeMutableBytes(of: &self.text) { $0.copyMemory(from: UnsafeRawBufferPointer(text)) }
-        (count, date) = (text.count, parsed)
-        return parsed
+        guard text.count >= 20 else { return nil }
+        let raw = UnsafeRawPointer(text.baseAddress!)
+        let head = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        let tail = raw.loadUnaligned(fromByteOffset: 15, as: UInt32.self)
+        if whole >= 0, head == (prefix.0, prefix.1), tail == prefix.2 {
+            return FastISODate.date(whole: whole, text: text)
+        }
+        guard let seconds = FastISODate.wholeSeconds(text) else { return nil }
+        (prefix, whole) = ((head.0, head.1, tail), seconds)
+        return FastISODate.date(whole: seconds, text: text)
     }
 }
 
@@ -237,6 +242,13 @@ struct ISODateCache {
 /// else returns `nil` and goes to ``ISODate/date(from:)``, which reads every ISO form.
 enum FastISODate {
     static func parse(_ text: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard let whole = wholeSeconds(text) else { return nil }
+        return date(whole: whole, text: text)
+    }
+
+    /// The seconds since 2001 of the date and time in the first 19 bytes, when the text has the
+    /// form ModelKit writes and is not before 2001.
+    static func wholeSeconds(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard text.count >= 20, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
             text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[text.count - 1] == UInt8(ascii: "Z")
         else { return nil }
@@ -258,6 +270,13 @@ enum FastISODate {
             - ISODate.referenceOffset
         // Dates before 2001 need the ten's complement of the fraction: the general parser does it.
         guard whole >= 0 else { return nil }
+        return whole
+    }
+
+    /// The date of the text whose first 19 bytes hold `whole` seconds since 2001, with its
+    /// fraction, if the rest of the text has the form ModelKit writes.
+    static func date(whole: Int64, text: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard text[text.count - 1] == UInt8(ascii: "Z") else { return nil }
         if text.count == 20 { return Date(timeIntervalSinceReferenceDate: Double(whole)) }
         guard text[19] == UInt8(ascii: "."), text.count > 21, text.count <= 28 else { return nil }
         // At most 7 fractional digits: whole * 10^k + fraction stays below 2^53, so the division
