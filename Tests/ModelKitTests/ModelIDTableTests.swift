@@ -51,3 +51,68 @@ struct ModelIDTableTests {
         #expect(zero.index(of: ModelID(high: 0, low: 0)) == 0)
     }
 }
+
+@Suite("A context's identity map")
+struct ModelIdentityMapTests {
+    /// Checks `map` against the models `expected` names, and ids that are not there.
+    private func check(_ map: ModelIdentityMap, against expected: [ModelID: Note], missing: [ModelID]) {
+        #expect(map.count == expected.count)
+        #expect(map.isEmpty == expected.isEmpty)
+        for (id, note) in expected { #expect(map[id] === note) }
+        for id in missing { #expect(map[id] == nil) }
+        #expect(Set(map.ids) == Set(expected.keys))
+        #expect(Set(map.models.map(\.modelId)) == Set(expected.values.map(\.modelId)))
+    }
+
+    @Test("inserts, replacements and removals in any order leave every other id reachable")
+    func insertAndRemove() {
+        var random = SystemRandomNumberGenerator()
+        // Counter runs under two prefixes (shared home blocks) and random ids, many removed.
+        let ids =
+            (0..<3_000).map { ModelID(high: 42, low: UInt64($0)) } + (0..<3_000).map { ModelID(high: 43, low: UInt64($0)) }
+            + (0..<3_000).map { _ in ModelID(high: random.next(), low: random.next()) }
+        let notes = ids.map { _ in Note() }  // owned here: the map does not retain them
+        var map = ModelIdentityMap()
+        var expected: [ModelID: Note] = [:]
+        for (id, note) in zip(ids, notes) {
+            map[id] = note
+            expected[id] = note
+        }
+        check(map, against: expected, missing: [ModelID(high: 42, low: 5_000), ModelID(high: 0, low: 0)])
+        // Remove every third id, in shuffled order, then replace some models.
+        var order = Array(ids.indices)
+        order.shuffle(using: &random)
+        for index in order where index % 3 == 0 {
+            map[ids[index]] = nil
+            expected[ids[index]] = nil
+        }
+        for index in stride(from: 1, to: ids.count, by: 7) where expected[ids[index]] != nil {
+            let other = notes[(index + 1) % notes.count]
+            map[ids[index]] = other
+            expected[ids[index]] = other
+        }
+        check(map, against: expected, missing: stride(from: 0, to: ids.count, by: 3).map { ids[$0] })
+        // Removing what is gone does nothing; everything can go, and come back.
+        map[ids[0]] = nil
+        for id in expected.keys { map[id] = nil }
+        check(map, against: [:], missing: Array(ids.prefix(100)))
+        map.insert(Unmanaged.passUnretained(notes[5]), for: ids[5])
+        check(map, against: [ids[5]: notes[5]], missing: [ids[6]])
+        withExtendedLifetime(notes) {}
+    }
+
+    @Test("a map made or reserved for many models holds them without growing, and the all-zero id is an id")
+    func capacityAndZero() {
+        let notes = (0..<1_000).map { _ in Note() }
+        var map = ModelIdentityMap(minimumCapacity: 10)
+        map.reserveCapacity(1_000)
+        var expected: [ModelID: Note] = [:]
+        for (offset, note) in notes.enumerated() {
+            let id = ModelID(high: 0, low: UInt64(offset))
+            map[id] = note
+            expected[id] = note
+        }
+        check(map, against: expected, missing: [ModelID(high: 1, low: 0)])
+        withExtendedLifetime(notes) {}
+    }
+}

@@ -29,12 +29,6 @@ struct ModelIDTable {
     /// is not known yet (see ``claim(_:index:)``).
     static let pending = Int32.max
 
-    /// The secret constants of the hash (the multipliers odd).
-    private static let keys: (UInt64, UInt64, UInt64) = {
-        var generator = SystemRandomNumberGenerator()
-        return (generator.next() | 1, generator.next(), generator.next() | 1)
-    }()
-
     private var slots: [Slot]
     /// 64 minus log2 of the number of slots: the product's top bits are the slot.
     private var shift: Int
@@ -49,20 +43,12 @@ struct ModelIDTable {
         shift = 64 - size.trailingZeroBitCount
     }
 
-    /// Whether `count` ids are too many for `size` slots. Linear probing stays short up to 70%
-    /// full (about 2 probes to find an id, 6 to miss one); a lower limit would make a table for a
-    /// million ids twice as large whenever the count is just past a power of two.
     @inline(__always) private static func isOverloaded(count: Int, size: Int) -> Bool {
-        count * 10 > size * 7
+        ModelIDHashing.isOverloaded(count: count, size: size)
     }
 
     @inline(__always) private func home(of id: ModelID) -> Int {
-        let keys = Self.keys
-        var mixed = (id.low >> 3) &* keys.0
-        mixed ^= mixed >> 29
-        mixed = (mixed ^ id.high ^ keys.1) &* keys.2
-        // The top bits pick the block; the id's low three bits the slot in it.
-        return Int(truncatingIfNeeded: (mixed >> UInt64(shift)) ^ (id.low & 7)) & (slots.count - 1)
+        ModelIDHashing.home(of: id, shift: shift, mask: slots.count - 1)
     }
 
     /// The position of `id`'s slot, or of the empty slot where it would go.
@@ -131,5 +117,34 @@ struct ModelIDTable {
             slots[position(of: slot.id)] = slot
             count += 1
         }
+    }
+}
+
+/// The hashing of ``ModelIDTable`` and ``ModelIdentityMap``: where an id's slot is in a table of
+/// a power-of-two size, with linear probing.
+enum ModelIDHashing {
+    /// The secret constants of the hash (the multipliers odd).
+    private static let keys: (UInt64, UInt64, UInt64) = {
+        var generator = SystemRandomNumberGenerator()
+        return (generator.next() | 1, generator.next(), generator.next() | 1)
+    }()
+
+    /// The first slot to try for `id` in a table of `mask + 1` slots, where `shift` is 64 minus
+    /// log2 of that size. Ids whose counters differ only in their low three bits share a block
+    /// of eight slots.
+    @inline(__always) static func home(of id: ModelID, shift: Int, mask: Int) -> Int {
+        let keys = Self.keys
+        var mixed = (id.low >> 3) &* keys.0
+        mixed ^= mixed >> 29
+        mixed = (mixed ^ id.high ^ keys.1) &* keys.2
+        // The top bits pick the block; the id's low three bits the slot in it.
+        return Int(truncatingIfNeeded: (mixed >> UInt64(shift)) ^ (id.low & 7)) & mask
+    }
+
+    /// Whether `count` ids are too many for `size` slots. Linear probing stays short up to 70%
+    /// full (about 2 probes to find an id, 6 to miss one); a lower limit would make a table for a
+    /// million ids twice as large whenever the count is just past a power of two.
+    @inline(__always) static func isOverloaded(count: Int, size: Int) -> Bool {
+        count * 10 > size * 7
     }
 }
