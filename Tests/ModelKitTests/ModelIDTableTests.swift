@@ -116,3 +116,47 @@ struct ModelIdentityMapTests {
         withExtendedLifetime(notes) {}
     }
 }
+
+@Suite("Parsing model ids")
+struct ModelIDParsingTests {
+    @Test("Every single-byte change of an id's text parses as a per-character reading says")
+    func everyByteAtEveryPosition() {
+        /// The plain reading: 8-4-4-4-12 hexadecimal digits of either case.
+        func reference(_ bytes: [UInt8]) -> ModelID? {
+            guard bytes.count == 36 else { return nil }
+            var words: [UInt64] = [0, 0]
+            var nibbles = 0
+            for (offset, byte) in bytes.enumerated() {
+                if [8, 13, 18, 23].contains(offset) {
+                    guard byte == UInt8(ascii: "-") else { return nil }
+                    continue
+                }
+                let value: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                words[nibbles / 16] = words[nibbles / 16] << 4 | UInt64(value)
+                nibbles += 1
+            }
+            return ModelID(high: words[0], low: words[1])
+        }
+        for text in ["01234567-89AB-CDEF-abcd-ef0123456789", Note().modelId.description] {
+            let original = Array(text.utf8)
+            #expect(reference(original) != nil)
+            for offset in original.indices {
+                for byte in 0...255 {
+                    var changed = original
+                    changed[offset] = UInt8(byte)
+                    let parsed = changed.withUnsafeBufferPointer { ModelID.parse($0) }
+                    if parsed != reference(changed) {
+                        Issue.record("offset \(offset), byte \(byte): \(String(describing: parsed))")
+                        return
+                    }
+                }
+            }
+        }
+    }
+}

@@ -75,37 +75,43 @@ extension ModelID: LosslessStringConvertible, CustomStringConvertible {
     }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> ModelID? {
-        // The loader parses an id for every model and every pointer: fixed positions, no
-        // per-character switch, one check for all digits at the end.
+        // The loader parses an id for every model and every pointer: eight digits at a time in
+        // one 64-bit word, with no branch per digit (digits and letters alternate at random).
         guard bytes.count == 36, let base = bytes.baseAddress else { return nil }
         let dash = UInt8(ascii: "-")
         guard base[8] == dash, base[13] == dash, base[18] == dash, base[23] == dash else { return nil }
-        var bad = false
-        @inline(__always) func digits(_ from: Int, _ count: Int, into word: inout UInt64) {
-            for offset in from..<(from + count) {
-                let byte = base[offset]
-                let digit = byte &- UInt8(ascii: "0")
-                let letter = (byte | 0x20) &- UInt8(ascii: "a")
-                let nibble: UInt8
-                if digit < 10 {
-                    nibble = digit
-                } else if letter < 6 {
-                    nibble = letter &+ 10
-                } else {
-                    bad = true
-                    nibble = 0
-                }
-                word = word << 4 | UInt64(nibble)
-            }
+        let raw = UnsafeRawPointer(base)
+        @inline(__always) func eight(_ offset: Int) -> UInt64 {
+            UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
         }
-        var high: UInt64 = 0
-        var low: UInt64 = 0
-        digits(0, 8, into: &high)
-        digits(9, 4, into: &high)
-        digits(14, 4, into: &high)
-        digits(19, 4, into: &low)
-        digits(24, 12, into: &low)
-        return bad ? nil : ModelID(high: high, low: low)
+        @inline(__always) func four(_ offset: Int) -> UInt64 {
+            UInt64(UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        }
+        var valid = true
+        let high = hexDigits(eight(0), &valid) << 32 | hexDigits(four(9) << 32 | four(14), &valid)
+        let low = hexDigits(four(19) << 32 | four(24), &valid) << 32 | hexDigits(eight(28), &valid)
+        return valid ? ModelID(high: high, low: low) : nil
+    }
+
+    /// The 32-bit value of eight hexadecimal digits, one per byte of `text` with the first in the
+    /// top byte; `valid` becomes false unless all eight are digits (either case).
+    @inline(__always) private static func hexDigits(_ text: UInt64, _ valid: inout Bool) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let top: UInt64 = 0x8080_8080_8080_8080
+        // The top bit of each byte of the result: whether that byte of `x` is at least `bound`.
+        // With every byte below 0x80, adding 0x80 - bound carries into no other byte.
+        @inline(__always) func atLeast(_ x: UInt64, _ bound: UInt8) -> UInt64 {
+            (x &+ UInt64(0x80 &- bound) &* ones) & top
+        }
+        let folded = text | 0x2020_2020_2020_2020  // 'A'-'F' to 'a'-'f'; digits keep their bit
+        let digits = atLeast(text, 0x30) & ~atLeast(text, 0x3A)
+        let letters = atLeast(folded, 0x61) & ~atLeast(folded, 0x67)
+        valid = valid && text & top == 0 && digits | letters == top
+        // A digit's low four bits are its value; a letter's (bit 6 set) are its value minus 9.
+        var value = (text & 0x0F0F_0F0F_0F0F_0F0F) &+ ((text >> 6) & ones) &* 9
+        value = (value | value >> 4) & 0x00FF_00FF_00FF_00FF
+        value = (value | value >> 8) & 0x0000_FFFF_0000_FFFF
+        return (value | value >> 16) & 0x0000_0000_FFFF_FFFF
     }
 
     /// The `8-4-4-4-12` uppercase hexadecimal form, as `UUID.uuidString` writes it.
