@@ -172,3 +172,34 @@ struct JSONTextTests {
         #expect(throws: SerializationError.self) { try ModelValue(propertyList: ["x": NSObject()]) }
     }
 }
+
+@Suite("Byte comparisons")
+struct BytesEqualTests {
+    @Test("comparing runs of every length up to 40 agrees with memcmp, whichever byte differs")
+    func agreesWithMemcmp() {
+        var random = SystemRandomNumberGenerator()
+        // Offsets into larger buffers, so that the loads are unaligned too.
+        let a = (0..<64).map { _ in UInt8.random(in: 0...255, using: &random) }
+        for count in 0...40 {
+            for offset in [0, 1, 3, 7] {
+                var b = a
+                a.withUnsafeBytes { x in
+                    b.withUnsafeBytes { y in
+                        #expect(bytesEqual(x.baseAddress! + offset, y.baseAddress! + offset, count: count))
+                    }
+                }
+                for position in 0..<count {
+                    b = a
+                    b[offset + position] ^= UInt8(1 << (position % 8))
+                    a.withUnsafeBytes { x in
+                        b.withUnsafeBytes { y in
+                            let expected = memcmp(x.baseAddress! + offset, y.baseAddress! + offset, count) == 0
+                            #expect(bytesEqual(x.baseAddress! + offset, y.baseAddress! + offset, count: count) == expected)
+                            #expect(!expected)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -61,7 +61,7 @@ struct CompactJSON {
 
     @inline(__always) mutating func match(_ text: UnsafeRawBufferPointer) -> Bool {
         guard position + text.count <= bytes.count,
-            text.isEmpty || memcmp(bytes.baseAddress! + position, text.baseAddress!, text.count) == 0
+            text.isEmpty || bytesEqual(bytes.baseAddress! + position, text.baseAddress!, count: text.count)
         else { return false }
         position += text.count
         return true

@@ -135,7 +135,7 @@ final class JSONSource: ModelSource {
         let bytes = self.bytes
         func literal(_ text: StaticString) -> Bool {
             let count = text.utf8CodeUnitCount
-            guard bytes.count - position >= count, memcmp(bytes.baseAddress! + position, text.utf8Start, count) == 0 else {
+            guard bytes.count - position >= count, bytesEqual(bytes.baseAddress! + position, text.utf8Start, count: count) else {
                 return false
             }
             position += count
