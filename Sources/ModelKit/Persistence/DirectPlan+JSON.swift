@@ -20,30 +20,48 @@ extension DirectPlan {
     {
         var reader = CompactJSON(bytes: bytes, position: start)
         guard reader.take(UInt8(ascii: "{")) else { return nil }
-        for (index, field) in fields.enumerated() {
-            guard index == 0 || reader.take(UInt8(ascii: ",")), reader.matchKey(jsonKeys[index]) else { return nil }
-            let place = base + field.offset
-            switch field.kind {
-            case .string:
-                guard let text = reader.string() else { return nil }
-                place.assumingMemoryBound(to: String.self).pointee = text
-            case .int:
-                guard let number = reader.integer() else { return nil }
-                place.assumingMemoryBound(to: Int.self).pointee = number
-            case .double:
-                guard let number = reader.double() else { return nil }
-                place.assumingMemoryBound(to: Double.self).pointee = number
-            case .date:
-                guard let date = reader.date(cache: &loader.dateCache) else { return nil }
-                place.assumingMemoryBound(to: Date.self).pointee = date
-            case .strings:
-                guard let strings = reader.strings() else { return nil }
-                place.assumingMemoryBound(to: [String].self).pointee = strings
-            case .reference(let reference):
-                guard reference.assignJSON(from: &reader, loader: loader, to: place) else { return nil }
+        let end = jsonKeyText.withUnsafeBytes { keys in
+            jsonFields.withUnsafeBufferPointer { fields in
+                fill(base, fields, keys, &reader, loader)
             }
         }
-        return reader.take(UInt8(ascii: "}")) ? reader.position : nil
+        guard end, reader.take(UInt8(ascii: "}")) else { return nil }
+        return reader.position
+    }
+
+    /// The loop of ``fillJSON(_:bytes:at:loader:)``, over the fields' plain form.
+    @inline(__always)
+    private func fill(
+        _ base: UnsafeMutableRawPointer, _ fields: UnsafeBufferPointer<JSONField>, _ keys: UnsafeRawBufferPointer,
+        _ reader: inout CompactJSON, _ loader: GraphLoader
+    ) -> Bool {
+        for index in fields.indices {
+            let field = fields[index]
+            let key = UnsafeRawBufferPointer(rebasing: keys[field.keyStart..<(field.keyStart + field.keyCount)])
+            guard index == 0 || reader.take(UInt8(ascii: ",")), reader.match(key) else { return false }
+            let place = base + field.offset
+            switch field.tag {
+            case .string:
+                guard let text = reader.string() else { return false }
+                place.assumingMemoryBound(to: String.self).pointee = text
+            case .int:
+                guard let number = reader.integer() else { return false }
+                place.assumingMemoryBound(to: Int.self).pointee = number
+            case .double:
+                guard let number = reader.double() else { return false }
+                place.assumingMemoryBound(to: Double.self).pointee = number
+            case .date:
+                guard let date = reader.date(cache: &loader.dateCache) else { return false }
+                place.assumingMemoryBound(to: Date.self).pointee = date
+            case .strings:
+                guard let strings = reader.strings() else { return false }
+                place.assumingMemoryBound(to: [String].self).pointee = strings
+            case .reference:
+                guard let reference = references[index], reference.assignJSON(from: &reader, loader: loader, to: place)
+                else { return false }
+            }
+        }
+        return true
     }
 }
 
@@ -69,11 +87,6 @@ struct CompactJSON {
 
     @inline(__always) mutating func match(_ text: StaticString) -> Bool {
         match(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
-    /// A key with its quotes and colon, as `"name":` bytes.
-    @inline(__always) mutating func matchKey(_ key: [UInt8]) -> Bool {
-        key.withUnsafeBytes { match($0) }
     }
 
     /// The bytes of a string without escapes or control characters, and whether all are ASCII.
@@ -199,6 +212,8 @@ struct CompactJSON {
         if take(UInt8(ascii: "]")) { return strings }
         repeat {
             guard let text = string() else { return nil }
+            // Room for a few at once: growing from one element allocates at one, two and four.
+            if strings.isEmpty { strings.reserveCapacity(4) }
             strings.append(text)
         } while take(UInt8(ascii: ","))
         return take(UInt8(ascii: "]")) ? strings : nil

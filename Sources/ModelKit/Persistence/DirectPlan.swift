@@ -28,18 +28,48 @@ final class DirectPlan: @unchecked Sendable {
 
     /// In the order the initializer asks for them, which is the order the writer writes them.
     let fields: [Field]
-    /// Each field's key as JSON text: `"key":`.
-    let jsonKeys: [[UInt8]]
+    /// The fields as the JSON fill reads them: plain values, so that reading one copies (and
+    /// retains) nothing. Each key is `"key":` in ``jsonKeyText``.
+    let jsonFields: [JSONField]
+    let jsonKeyText: [UInt8]
+    /// The reference of each field that holds one.
+    let references: [(any DirectReference)?]
+
+    struct JSONField {
+        enum Tag { case string, int, double, date, strings, reference }
+        let tag: Tag
+        let offset: Int
+        let keyStart: Int
+        let keyCount: Int
+    }
 
     private init(fields: [Field]) {
         self.fields = fields
-        jsonKeys = fields.map { field in
-            var text = Array("\"".utf8)
+        var text: [UInt8] = []
+        var jsonFields: [JSONField] = []
+        var references: [(any DirectReference)?] = []
+        for field in fields {
+            let start = text.count
             // Keys that need escaping never match, and the general path reads them.
-            text += field.key.utf8
-            text += Array("\":".utf8)
-            return text
+            text += Array("\"\(field.key)\":".utf8)
+            let tag: JSONField.Tag
+            var reference: (any DirectReference)?
+            switch field.kind {
+            case .string: tag = .string
+            case .int: tag = .int
+            case .double: tag = .double
+            case .date: tag = .date
+            case .strings: tag = .strings
+            case .reference(let held):
+                tag = .reference
+                reference = held
+            }
+            jsonFields.append(JSONField(tag: tag, offset: field.offset, keyStart: start, keyCount: text.count - start))
+            references.append(reference)
         }
+        self.jsonFields = jsonFields
+        jsonKeyText = text
+        self.references = references
     }
 
     private struct Entry: @unchecked Sendable {

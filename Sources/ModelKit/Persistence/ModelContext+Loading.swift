@@ -16,9 +16,11 @@ protocol LoadedModelBatch: AnyObject {
 
 extension ModelContext {
     final class LoadedModels<M: Model>: LoadedModelBatch {
-        private(set) var models: [M] = []
-        private var ids: [ModelID] = []
-        private var objectIds: [String?] = []
+        // Unchecked: appended to for every model a load makes, by the one loading thread; the
+        // context reads them at commit, on that thread too.
+        @exclusivity(unchecked) private(set) var models: [M] = []
+        @exclusivity(unchecked) private var ids: [ModelID] = []
+        @exclusivity(unchecked) private var objectIds: [String?] = []
         /// Per model after registration: 0 turned away, 1 counts as inserted, 2 registered but
         /// counts as updated (it was removed since the last reset).
         private var outcomes: [UInt8] = []

@@ -123,8 +123,9 @@ final class JSONSource: ModelSource {
     }
 
     /// The last model name read, and its bytes: names repeat from model to model.
-    private var lastName = ""
-    private var lastNameBytes: [UInt8] = []
+    // Unchecked like the loader's state (see `GraphLoader`): touched for every model.
+    @exclusivity(unchecked) private var lastName = ""
+    @exclusivity(unchecked) private var lastNameBytes: [UInt8] = []
 
     /// Reads the header of a model written exactly as ModelKit writes it (the keys in its order,
     /// no whitespace or escapes, ISO dates), straight from the bytes, and returns the offset after
@@ -203,7 +204,7 @@ final class JSONSource: ModelSource {
     }
 
     /// The byte range of the properties object decoded last.
-    private var decodedObject = (start: -1, end: -1)
+    @exclusivity(unchecked) private var decodedObject = (start: -1, end: -1)
 
     /// Reads the header of the model on the tape.
     private func model(_ loader: GraphLoader) throws {
