@@ -45,16 +45,18 @@ extension DirectPlan {
             let bit: UInt64 = 1 << UInt64(found)
             guard filled & bit == 0 else { return true }
             filled |= bit
-            complete = try assign(fields[found].kind, value, to: base + fields[found].offset, document, loader)
+            complete = try assign(found, value, to: base + plainFields[found].offset, document, loader)
             return complete
         }
         return complete && filled == (fields.count == 64 ? ~0 : (1 << UInt64(fields.count)) - 1)
     }
 
+    /// Assigns the value at `node` to the field at `index` (read by its tag: switching over its
+    /// `Kind` would copy, so retain, a reference field's payload).
     private func assign<D: TreeDocument>(
-        _ kind: Kind, _ node: Int, to field: UnsafeMutableRawPointer, _ document: D, _ loader: GraphLoader
+        _ index: Int, _ node: Int, to field: UnsafeMutableRawPointer, _ document: D, _ loader: GraphLoader
     ) throws -> Bool {
-        switch kind {
+        switch plainFields[index].tag {
         case .string:
             guard document.kind(of: node) == .string else { return false }
             field.assumingMemoryBound(to: String.self).pointee = try document.string(node)
@@ -87,7 +89,8 @@ extension DirectPlan {
             }
             guard allStrings else { return false }
             field.assumingMemoryBound(to: [String].self).pointee = strings
-        case .reference(let reference):
+        case .reference:
+            guard let reference = references[index] else { return false }
             return try reference.assign(node, in: document, loader: loader, to: field)
         }
         return true

@@ -20,8 +20,8 @@ extension DirectPlan {
     {
         var reader = CompactJSON(bytes: bytes, position: start)
         guard reader.take(UInt8(ascii: "{")) else { return nil }
-        let end = jsonKeyText.withUnsafeBytes { keys in
-            jsonFields.withUnsafeBufferPointer { fields in
+        let end = jsonKeys.withUnsafeBytes { keys in
+            plainFields.withUnsafeBufferPointer { fields in
                 fill(base, fields, keys, &reader, loader)
             }
         }
@@ -32,7 +32,7 @@ extension DirectPlan {
     /// The loop of ``fillJSON(_:bytes:at:loader:)``, over the fields' plain form.
     @inline(__always)
     private func fill(
-        _ base: UnsafeMutableRawPointer, _ fields: UnsafeBufferPointer<JSONField>, _ keys: UnsafeRawBufferPointer,
+        _ base: UnsafeMutableRawPointer, _ fields: UnsafeBufferPointer<PlainField>, _ keys: UnsafeRawBufferPointer,
         _ reader: inout CompactJSON, _ loader: GraphLoader
     ) -> Bool {
         for index in fields.indices {

@@ -28,14 +28,14 @@ final class DirectPlan: @unchecked Sendable {
 
     /// In the order the initializer asks for them, which is the order the writer writes them.
     let fields: [Field]
-    /// The fields as the JSON fill reads them: plain values, so that reading one copies (and
-    /// retains) nothing. Each key is `"key":` in ``jsonKeyText``.
-    let jsonFields: [JSONField]
-    let jsonKeyText: [UInt8]
+    /// The fields as the fills read them: plain values, so that reading one copies (and retains)
+    /// nothing. Each key, as JSON text (`"key":`), is a run of ``jsonKeys``.
+    let plainFields: [PlainField]
+    let jsonKeys: [UInt8]
     /// The reference of each field that holds one.
     let references: [(any DirectReference)?]
 
-    struct JSONField {
+    struct PlainField {
         enum Tag { case string, int, double, date, strings, reference }
         let tag: Tag
         let offset: Int
@@ -46,13 +46,13 @@ final class DirectPlan: @unchecked Sendable {
     private init(fields: [Field]) {
         self.fields = fields
         var text: [UInt8] = []
-        var jsonFields: [JSONField] = []
+        var plainFields: [PlainField] = []
         var references: [(any DirectReference)?] = []
         for field in fields {
             let start = text.count
             // Keys that need escaping never match, and the general path reads them.
             text += Array("\"\(field.key)\":".utf8)
-            let tag: JSONField.Tag
+            let tag: PlainField.Tag
             var reference: (any DirectReference)?
             switch field.kind {
             case .string: tag = .string
@@ -64,11 +64,11 @@ final class DirectPlan: @unchecked Sendable {
                 tag = .reference
                 reference = held
             }
-            jsonFields.append(JSONField(tag: tag, offset: field.offset, keyStart: start, keyCount: text.count - start))
+            plainFields.append(PlainField(tag: tag, offset: field.offset, keyStart: start, keyCount: text.count - start))
             references.append(reference)
         }
-        self.jsonFields = jsonFields
-        jsonKeyText = text
+        self.plainFields = plainFields
+        jsonKeys = text
         self.references = references
     }
 
