@@ -12,11 +12,13 @@
 struct ModelIdentityMap {
     /// The model as its address and type. (An `unowned(unsafe)` optional existential field
     /// would be shorter, but with one this struct's copies looped forever under Swift 6.3.)
-    struct Slot {
+    struct Slot: ModelIDSlot {
         var id: ModelID
         /// The model, unretained; `nil` for an empty slot.
         var object: UnsafeMutableRawPointer?
         var type: (any Model.Type)?
+
+        var isOccupied: Bool { object != nil }
 
         var model: (any Model)? {
             guard let object, let type else { return nil }
@@ -39,10 +41,9 @@ struct ModelIdentityMap {
     private(set) var count = 0
 
     init(minimumCapacity: Int = 0) {
-        var size = 16
-        while ModelIDHashing.isOverloaded(count: minimumCapacity, size: size) { size *= 2 }
+        let (size, shift) = ModelIDHashing.size(for: minimumCapacity)
         slots = Array(repeating: Slot(id: ModelID(high: 0, low: 0), object: nil, type: nil), count: size)
-        shift = 64 - size.trailingZeroBitCount
+        self.shift = shift
     }
 
     var isEmpty: Bool { count == 0 }
@@ -53,12 +54,7 @@ struct ModelIdentityMap {
 
     /// The position of `id`'s slot, or of the empty slot where it would go.
     @inline(__always) private func position(of id: ModelID) -> Int {
-        let mask = slots.count - 1
-        return slots.withUnsafeBufferPointer { slots in
-            var position = home(of: id)
-            while slots[position].object != nil, slots[position].id != id { position = (position + 1) & mask }
-            return position
-        }
+        ModelIDHashing.position(of: id, in: slots, shift: shift)
     }
 
     /// The model with `id`, retained; assigning `nil` removes it. Use it under the registry's lock.

@@ -15,7 +15,7 @@
 /// A slot can also hold what the loader made for the id (an instance and a code for its type), so
 /// that resolving a pointer costs the one miss of finding the slot.
 struct ModelIDTable {
-    struct Slot {
+    struct Slot: ModelIDSlot {
         fileprivate(set) var id: ModelID
         /// The position, ``ModelIDTable/pending``, or -1 for an empty slot.
         fileprivate(set) var index: Int32
@@ -23,6 +23,8 @@ struct ModelIDTable {
         fileprivate(set) var typeCode: UInt32
         /// The new instance the loader made for the id, unretained.
         fileprivate(set) var instance: UnsafeMutableRawPointer?
+
+        var isOccupied: Bool { index >= 0 }
     }
 
     /// The index of an id the loader met in a pointer before the model itself, whose position
@@ -37,28 +39,18 @@ struct ModelIDTable {
 
     /// Creates an empty table that holds `minimumCapacity` ids without growing.
     init(minimumCapacity: Int = 0) {
-        var size = 16
-        while Self.isOverloaded(count: minimumCapacity, size: size) { size *= 2 }
+        let (size, shift) = ModelIDHashing.size(for: minimumCapacity)
         slots = Array(repeating: Slot(id: ModelID(high: 0, low: 0), index: -1, typeCode: 0, instance: nil), count: size)
-        shift = 64 - size.trailingZeroBitCount
+        self.shift = shift
     }
 
     @inline(__always) private static func isOverloaded(count: Int, size: Int) -> Bool {
         ModelIDHashing.isOverloaded(count: count, size: size)
     }
 
-    @inline(__always) private func home(of id: ModelID) -> Int {
-        ModelIDHashing.home(of: id, shift: shift, mask: slots.count - 1)
-    }
-
     /// The position of `id`'s slot, or of the empty slot where it would go.
     @inline(__always) private func position(of id: ModelID) -> Int {
-        let mask = slots.count - 1
-        return slots.withUnsafeBufferPointer { slots in
-            var position = home(of: id)
-            while slots[position].index >= 0, slots[position].id != id { position = (position + 1) & mask }
-            return position
-        }
+        ModelIDHashing.position(of: id, in: slots, shift: shift)
     }
 
     /// The slot of `id`, if the table has it.
@@ -129,6 +121,24 @@ enum ModelIDHashing {
         return (generator.next() | 1, generator.next(), generator.next() | 1)
     }()
 
+    /// The number of slots for `minimumCapacity` ids (a power of two, at least 16), and the
+    /// shift for ``home(of:shift:mask:)``.
+    static func size(for minimumCapacity: Int) -> (size: Int, shift: Int) {
+        var size = 16
+        while isOverloaded(count: minimumCapacity, size: size) { size *= 2 }
+        return (size, 64 - size.trailingZeroBitCount)
+    }
+
+    /// The position of `id`'s slot in `slots`, or of the empty slot where it would go.
+    @inline(__always) static func position<Slot: ModelIDSlot>(of id: ModelID, in slots: [Slot], shift: Int) -> Int {
+        let mask = slots.count - 1
+        return slots.withUnsafeBufferPointer { slots in
+            var position = home(of: id, shift: shift, mask: mask)
+            while slots[position].isOccupied, slots[position].id != id { position = (position + 1) & mask }
+            return position
+        }
+    }
+
     /// The first slot to try for `id` in a table of `mask + 1` slots, where `shift` is 64 minus
     /// log2 of that size. Ids whose counters differ only in their low three bits share a block
     /// of eight slots.
@@ -147,4 +157,11 @@ enum ModelIDHashing {
     @inline(__always) static func isOverloaded(count: Int, size: Int) -> Bool {
         count * 10 > size * 7
     }
+}
+
+/// A slot of a table hashed by ``ModelIDHashing``.
+protocol ModelIDSlot {
+    var id: ModelID { get }
+    /// Whether the slot holds an id (`id` is meaningless otherwise).
+    var isOccupied: Bool { get }
 }
