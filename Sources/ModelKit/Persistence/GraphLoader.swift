@@ -127,8 +127,20 @@ final class GraphLoader {
     /// Makes room for `count` models, when the source knows how many there are (growing the id
     /// table rehashes every id in it).
     func reserveCapacity(_ count: Int) {
-        headers.reserveCapacity(count)
+        reserveArrays(count)
         reserveIdCapacity(count)
+    }
+
+    /// Makes room in the arrays kept per model for `count` models. An estimate may be generous:
+    /// capacity never written to costs address space, not memory, while growing copies each
+    /// array into newly touched pages (at a million models, most of the time spent on faulting
+    /// in zeroed pages went there).
+    func reserveArrays(_ count: Int) {
+        headers.reserveCapacity(count)
+        instances.reserveCapacity(count)
+        instanceTypes.reserveCapacity(count)
+        wasInContext.reserveCapacity(count)
+        decoded.reserveCapacity(count)
     }
 
     /// Sizes the id table for `count` models, when the source can only estimate how many there are.
