@@ -17,11 +17,12 @@ final class JSONSource: ModelSource {
 
     func readHeaders(into loader: GraphLoader) throws {
         // A model ModelKit writes takes a few hundred bytes at least. The id table, whose slots
-        // are all written when it is made, is sized for one model per kilobyte: it grows at most
-        // a few times, and costs at most a few percent of the file however large its models are.
-        // The arrays, whose unused capacity costs nothing, are sized for one per 256 bytes.
+        // are all written when it is made, is sized for one model per 512 bytes: it grows at most
+        // a few times, and takes at most about a tenth of the file's size however large its
+        // models are (growing it at a million models costs more than a table a little too
+        // large). The arrays, whose unused capacity costs nothing, are sized for one per 256.
         loader.reserveArrays(bytes.count / 256)
-        loader.reserveIdCapacity(bytes.count / 1024)
+        loader.reserveIdCapacity(bytes.count / 512)
         var scanner = JSONScanner(bytes: bytes, position: 0)
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { scanner.position = 3 }
         scanner.skipWhitespace()
