@@ -34,6 +34,13 @@ final class BinaryPlistSink: GraphSink {
     /// dates: for XML property lists, whose native dates keep only whole seconds.
     private let exactDates: Bool
 
+    override func expect(models count: Int) {
+        // Generous: a model with a few strings, a date and pointers makes ten to twenty objects,
+        // and capacity never written to costs address space, not memory (growing the table
+        // copied it into newly faulted pages).
+        offsets.reserveCapacity(min(count, Int.max / 24) * 24)
+    }
+
     init(buffer: OutputBuffer, exactDates: Bool = false) {
         self.exactDates = exactDates
         super.init(buffer: buffer)
@@ -349,6 +356,11 @@ struct OffsetTable {
     private var large: [Int]?
 
     var count: Int { large?.count ?? small.count }
+
+    mutating func reserveCapacity(_ count: Int) {
+        guard large == nil, count > 0 else { return }
+        small.reserveCapacity(count)
+    }
 
     @inline(__always) mutating func append(_ offset: Int) {
         if large == nil, offset <= Int(UInt32.max) {

@@ -17,6 +17,10 @@ class GraphSink {
         self.buffer = buffer
     }
 
+    /// Told how many models the document will hold, before the first is written; a writer with
+    /// a table per object can reserve room for it.
+    func expect(models count: Int) {}
+
     func beginObject() { abstract() }
     func endObject() { abstract() }
     func beginArray() { abstract() }

@@ -26,7 +26,9 @@ extension GraphStreamWriter {
             ownerContext = nil
         }
         // First every id, so that pointers to models later in the file are known to be there.
-        positions = ModelIDTable(minimumCapacity: segments.reduce(0) { $0 + $1.count })
+        let total = segments.reduce(0) { $0 + $1.count }
+        positions = ModelIDTable(minimumCapacity: total)
+        sink.expect(models: total)
         var start = 0
         for segment in segments {
             segment.identify(into: self, from: start)
