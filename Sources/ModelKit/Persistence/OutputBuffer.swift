@@ -1,4 +1,5 @@
 import Foundation
+import ModelKitShims
 
 /// A growable byte buffer that writers append to, handed to a file descriptor in chunks.
 ///
@@ -93,6 +94,8 @@ final class OutputBuffer {
     func flush() throws {
         guard let descriptor, count > 0 else { return }
         try Posix.writeAll(descriptor, base, count)
+        // Best effort: the closing fsync writes whatever this did not.
+        _ = modelkit_start_writeback(descriptor, Int64(flushed), Int64(count))
         flushed += count
         count = 0
     }

@@ -25,4 +25,10 @@ static inline void modelkit_advance_change_epoch(void) {
     }
 }
 
+/// Starts writing `count` bytes of the file at `offset` to disk without waiting for them (Linux's
+/// `sync_file_range` with `SYNC_FILE_RANGE_WRITE`; elsewhere it does nothing). Returns -1 with
+/// `errno` set on failure. Why: an atomic write ends with `fsync`, which otherwise starts writing
+/// the whole file only then; started chunk by chunk, the disk works while the encoder does.
+int modelkit_start_writeback(int descriptor, int64_t offset, int64_t count);
+
 #endif
