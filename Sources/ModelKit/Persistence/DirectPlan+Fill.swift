@@ -16,7 +16,7 @@ extension DirectPlan {
         _ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader, keyNodes: inout [Int]
     ) throws -> Bool {
         guard document.kind(of: node) == .object else { return false }
-        let fields = self.fields
+        let keys = self.keys
         var filled: UInt64 = 0
         // Keys come in the order the fields were written, which is the plan's order.
         var expected = 0
@@ -30,10 +30,10 @@ extension DirectPlan {
                     complete = false
                     return false
                 }
-                if expected < fields.count, try document.stringEquals(key, fields[expected].key) {
+                if expected < keys.count, try document.stringEquals(key, keys[expected]) {
                     found = expected
                 } else {
-                    for position in fields.indices where try document.stringEquals(key, fields[position].key) {
+                    for position in keys.indices where try document.stringEquals(key, keys[position]) {
                         found = position
                         break
                     }
@@ -48,7 +48,7 @@ extension DirectPlan {
             complete = try assign(found, value, to: base + plainFields[found].offset, document, loader)
             return complete
         }
-        return complete && filled == (fields.count == 64 ? ~0 : (1 << UInt64(fields.count)) - 1)
+        return complete && filled == (keys.count == 64 ? ~0 : (1 << UInt64(keys.count)) - 1)
     }
 
     /// Assigns the value at `node` to the field at `index` (read by its tag: switching over its

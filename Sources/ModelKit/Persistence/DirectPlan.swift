@@ -26,9 +26,10 @@ final class DirectPlan: @unchecked Sendable {
         let kind: Kind
     }
 
-    /// In the order the initializer asks for them, which is the order the writer writes them.
-    let fields: [Field]
-    /// The fields as the fills read them: plain values, so that reading one copies (and retains)
+    /// The fields' keys, in the order the initializer asks for them, which is the order the
+    /// writer writes them.
+    let keys: [String]
+    /// The fields as the fills read them, in the same order: plain values, so that reading one copies (and retains)
     /// nothing. Each key, as JSON text (`"key":`), is a run of ``jsonKeys``.
     let plainFields: [PlainField]
     let jsonKeys: [UInt8]
@@ -44,7 +45,7 @@ final class DirectPlan: @unchecked Sendable {
     }
 
     private init(fields: [Field]) {
-        self.fields = fields
+        keys = fields.map(\.key)
         var text: [UInt8] = []
         var plainFields: [PlainField] = []
         var references: [(any DirectReference)?] = []

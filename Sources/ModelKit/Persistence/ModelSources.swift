@@ -303,7 +303,7 @@ final class BinaryPlistSource: ModelSource {
         let key = ObjectIdentifier(plan)
         if key != lastPlan {
             if let lastPlan { keyNodes[lastPlan] = lastKeyNodes }
-            lastKeyNodes = keyNodes[key] ?? Array(repeating: -1, count: plan.fields.count)
+            lastKeyNodes = keyNodes[key] ?? Array(repeating: -1, count: plan.keys.count)
             lastPlan = key
         }
         return try plan.fill(base, from: handle, in: document, loader: loader, keyNodes: &lastKeyNodes)
