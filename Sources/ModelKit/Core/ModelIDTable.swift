@@ -44,10 +44,6 @@ struct ModelIDTable {
         self.shift = shift
     }
 
-    @inline(__always) private static func isOverloaded(count: Int, size: Int) -> Bool {
-        ModelIDHashing.isOverloaded(count: count, size: size)
-    }
-
     /// The position of `id`'s slot, or of the empty slot where it would go.
     @inline(__always) private func position(of id: ModelID) -> Int {
         ModelIDHashing.position(of: id, in: slots, shift: shift)
@@ -76,7 +72,7 @@ struct ModelIDTable {
     mutating func insert(
         _ id: ModelID, index: Int, instance: UnsafeMutableRawPointer? = nil, typeCode: UInt32 = 0
     ) -> Int? {
-        if Self.isOverloaded(count: count + 1, size: slots.count) { grow() }
+        if ModelIDHashing.isOverloaded(count: count + 1, size: slots.count) { grow() }
         let position = position(of: id)
         if slots[position].index >= 0 { return Int(slots[position].index) }
         slots[position] = Slot(id: id, index: Int32(truncatingIfNeeded: index), typeCode: typeCode, instance: instance)
