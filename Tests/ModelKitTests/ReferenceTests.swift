@@ -93,11 +93,7 @@ struct ReferenceTests {
     func arraySkipsRemoved() {
         inFreshContext { _ in
             let author = Author.instance()
-            let posts = (0..<5).map { index -> Post in
-                let post = Post.instance()
-                post.title = "\(index)"
-                return post
-            }
+            let posts = postsTitledByIndex(5)
             author.posts.append(contentsOf: posts)
             author.posts.append(posts[0])
             #expect(author.posts.map(\.title) == ["0", "1", "2", "3", "4", "0"])
@@ -116,11 +112,7 @@ struct ReferenceTests {
     func staleIndex() {
         inFreshContext { _ in
             let author = Author.instance()
-            let posts = (0..<3).map { index -> Post in
-                let post = Post.instance()
-                post.title = "\(index)"
-                return post
-            }
+            let posts = postsTitledByIndex(3)
             author.posts.append(contentsOf: posts)
             let first = author.posts.startIndex
             let second = author.posts.index(after: first)
@@ -243,5 +235,14 @@ struct ModelArrayIterationTests {
             #expect(author.posts.map(\.title) == ["p0", "p2", "p3"])
             #expect(author.posts.models.count == 3)
         }
+    }
+}
+
+/// `count` new posts in the current context, titled "0", "1", ….
+private func postsTitledByIndex(_ count: Int) -> [Post] {
+    (0..<count).map { index in
+        let post = Post.instance()
+        post.title = "\(index)"
+        return post
     }
 }
