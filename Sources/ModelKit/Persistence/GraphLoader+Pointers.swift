@@ -172,6 +172,8 @@ extension GraphLoader {
             return (target, id)
         }
         if let made = forwardInstance(T.self, id: id) { return (made, id) }
+        // A worker leaves a dangling pointer, and its placeholder, to the loader's own pass.
+        if isWorker { throw StreamingUnavailable() }
         switch options.danglingPointers {
         case .fail:
             throw fail(

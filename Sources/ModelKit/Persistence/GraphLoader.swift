@@ -10,6 +10,9 @@ protocol ModelSource: AnyObject {
     /// ``DirectPlan/fill(_:from:in:loader:)``).
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
         -> Bool
+    /// A source over the same input with state of its own, for a worker thread that fills
+    /// properties while this one does too (see `GraphLoader+Parallel.swift`).
+    func copyForWorker() -> any ModelSource
 }
 
 /// Rebuilds models from a persisted file, all or nothing: the file counterpart of ``GraphReader``.
@@ -45,7 +48,7 @@ final class GraphLoader {
     /// Whether the context held no model when the load started: then no model of the data can be
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
     /// needs no lookup under the context's lock.
-    @exclusivity(unchecked) private var contextWasEmpty = false
+    @exclusivity(unchecked) private(set) var contextWasEmpty = false
     /// The context's change generation when the load started (see ``enlist(_:_:_:)``).
     @exclusivity(unchecked) private var stagedGeneration: UInt32 = 0
     /// The instance of each model, unretained: retaining and releasing a model (which has a
@@ -65,7 +68,13 @@ final class GraphLoader {
     @exclusivity(unchecked) var decoded: [Bool] = []
     /// Whether models are staged as the source reads them, in one pass (see
     /// `GraphLoader+Streaming.swift`).
-    let isStreaming: Bool
+    @exclusivity(unchecked) private(set) var isStreaming: Bool
+    /// Whether the loader fills models on a worker thread, as a copy of the loader or as the
+    /// loader itself while workers run (see `GraphLoader+Parallel.swift`): it makes no instance
+    /// and no placeholder, and throws instead.
+    @exclusivity(unchecked) var isWorker: Bool
+    /// The number of models workers filled (see `GraphLoader+Parallel.swift`).
+    @exclusivity(unchecked) var filledInParallel = 0
     /// The number of models made for pointers whose model the source has not read yet.
     @exclusivity(unchecked) var pendingCount = 0
     @exclusivity(unchecked) var placeholders: [ModelID: any Model] = [:]
@@ -122,6 +131,27 @@ final class GraphLoader {
         self.options = options
         self.source = source
         isStreaming = streaming
+        isWorker = false
+    }
+
+    /// A copy of `main`, once it has read every header and made every instance, that fills
+    /// models on another thread with `source` and caches of its own. It shares `main`'s arrays
+    /// and id table, which nobody writes to while workers run.
+    init(workerOf main: GraphLoader, source: any ModelSource) {
+        context = main.context
+        unownedContext = main.unownedContext
+        options = main.options
+        self.source = source
+        isStreaming = false
+        isWorker = true
+        headers = main.headers
+        positions = main.positions
+        contextWasEmpty = main.contextWasEmpty
+        stagedGeneration = main.stagedGeneration
+        instances = main.instances
+        instanceTypes = main.instanceTypes
+        typeCodes = main.typeCodes
+        wasInContext = main.wasInContext
     }
 
     /// Makes room for `count` models, when the source knows how many there are (growing the id
@@ -141,6 +171,14 @@ final class GraphLoader {
         instanceTypes.reserveCapacity(count)
         wasInContext.reserveCapacity(count)
         decoded.reserveCapacity(count)
+    }
+
+    /// Told by a source that reads any model as fast as the next one, before it adds any: a
+    /// streaming loader stops streaming when workers can fill that many models, since filling
+    /// on workers needs every header first (see `GraphLoader+Parallel.swift`). Then it is a
+    /// general loader, whose errors are final.
+    func sourceIsRandomAccess(models count: Int) {
+        if isStreaming, headers.isEmpty, options.parallelism.workers(for: count) > 1 { isStreaming = false }
     }
 
     /// Sizes the id table for `count` models, when the source can only estimate how many there are.
@@ -183,6 +221,7 @@ final class GraphLoader {
         guard !isStreaming || contextWasEmpty else { throw StreamingUnavailable() }
         try source.readHeaders(into: self)
         if isStreaming, pendingCount > 0 { throw StreamingUnavailable() }
+        try decodeInParallel()
         try decodeAll()
         commit()
     }
@@ -196,6 +235,7 @@ final class GraphLoader {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
         }
         let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
+        try decodeInParallel()
         try decodeAll()
         commit()
         return rootInstance
@@ -281,6 +321,8 @@ final class GraphLoader {
             guard let typed = Self.cast(staged, to: M.self) else { throw conflict(at: index, expected: M.self) }
             return typed
         }
+        // Workers only use the instances made before they started.
+        if isWorker { throw StreamingUnavailable() }
         let name = name(of: M.self)
         guard headers[index].name == name else { throw conflict(at: index, expected: M.self) }
         if !contextWasEmpty, let existing = context.model(withId: headers[index].id) {
@@ -391,20 +433,9 @@ final class GraphLoader {
         decoded[index] = true
         let unmanaged = try instance(M.self, at: index)
         let header = headers[index]
-        if !wasInContext[index], let plan = plan(for: M.self) {
-            // A new model holds its type's default values: fill them in place. Anything the plan
-            // cannot read (or an error) leaves it to the Codable path below, which decodes all
-            // the values again, or throws the error it describes.
-            let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }
-            let filled =
-                (try? withUnsafeMutablePointer(to: &box.values) {
-                    try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
-                }) ?? false
-            if filled {
-                Self.stamp(box, header, joining: isContextFree(M.self) ? nil : unownedContext)
-                return
-            }
-        }
+        // Anything the plan cannot read (or an error) leaves it to the Codable path below, which
+        // decodes all the values again, or throws the error it describes.
+        if !wasInContext[index], fillDirectly(unmanaged, at: index) { return }
         let properties: M.Properties
         do {
             properties = try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
@@ -433,6 +464,21 @@ final class GraphLoader {
             Self.stamp(model.storage.box, header, joining: nil)
             context.objectIdChanged(model, from: oldObjectId)
         }
+    }
+
+    /// Fills in the new model at `index` with its type's direct plan, if it has one, and stamps
+    /// it; `false` when the plan cannot read the data (or it has an error), with the values
+    /// partly filled. A new model holds its type's default values, so they are filled in place.
+    func fillDirectly<M: Model>(_ model: Unmanaged<M>, at index: Int) -> Bool {
+        guard let plan = plan(for: M.self) else { return false }
+        let header = headers[index]
+        let box = model._withUnsafeGuaranteedRef { $0.storage.box }
+        let filled =
+            (try? withUnsafeMutablePointer(to: &box.values) {
+                try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
+            }) ?? false
+        if filled { Self.stamp(box, header, joining: isContextFree(M.self) ? nil : unownedContext) }
+        return filled
     }
 
     /// Fills in a new model's storage: its values, identity and membership.

@@ -15,6 +15,8 @@ final class JSONSource: ModelSource {
         tape = JSONTape(bytes: bytes)
     }
 
+    func copyForWorker() -> any ModelSource { JSONSource(bytes: bytes) }
+
     func readHeaders(into loader: GraphLoader) throws {
         // A model ModelKit writes takes a few hundred bytes at least. The id table, whose slots
         // are all written when it is made, is sized for one model per 512 bytes: it grows at most
@@ -250,6 +252,12 @@ final class BinaryPlistSource: ModelSource {
         document = try BinaryPlistDocument(bytes: bytes)
     }
 
+    private init(document: BinaryPlistDocument) {
+        self.document = document
+    }
+
+    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document) }
+
     func readHeaders(into loader: GraphLoader) throws {
         let top = document.topObject
         var models = top
@@ -276,7 +284,9 @@ final class BinaryPlistSource: ModelSource {
                 found: document.describeNode(top))
         }
         // Each model is at least one object: a damaged count reserves no more than that.
-        loader.reserveCapacity(min(try document.count(of: models), document.objectCount))
+        let count = min(try document.count(of: models), document.objectCount)
+        loader.sourceIsRandomAccess(models: count)
+        loader.reserveCapacity(count)
         try document.forEach(in: models) { _, node in
             try add(node, to: loader)
             return true

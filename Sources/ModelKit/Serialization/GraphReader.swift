@@ -15,8 +15,34 @@ public struct DeserializationOptions: Sendable {
     /// What to do with pointers to models that are not in the data.
     public var danglingPointers: DanglingPointerPolicy
 
+    /// How loading spreads its work over threads (see `GraphLoader+Parallel.swift`); tests
+    /// change it to run workers on small inputs.
+    var parallelism = Parallelism()
+
     public init(danglingPointers: DanglingPointerPolicy = .fail) {
         self.danglingPointers = danglingPointers
+    }
+}
+
+extension DeserializationOptions {
+    struct Parallelism: Sendable {
+        /// The fewest models worth filling on workers: below it, waking threads costs more than
+        /// they save.
+        var minimumModels = 2048
+        /// The models a worker takes at a time: small enough for workers to finish together,
+        /// large enough that taking the next chunk (one atomic add) costs nothing.
+        var chunk = 256
+        /// The number of workers, counting the loading thread; one per active processor (at
+        /// most eight) when `nil`.
+        var workers: Int?
+
+        /// The number of workers for `models` models; 1 means no parallelism.
+        func workers(for models: Int) -> Int {
+            guard models >= minimumModels else { return 1 }
+            return max(1, min(workers ?? Self.processors, models / max(chunk, 1)))
+        }
+
+        private static let processors = min(ProcessInfo.processInfo.activeProcessorCount, 8)
     }
 }
 
