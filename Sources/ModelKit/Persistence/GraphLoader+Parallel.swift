@@ -23,61 +23,80 @@ extension GraphLoader {
         guard !isStreaming, !isWorker, contextWasEmpty else { return }
         let count = headers.count
         let workerCount = options.parallelism.workers(for: count)
-        guard workerCount > 1, try makeAllInstances() else { return }
-        let work = Work(loader: self, workers: workerCount)
-        defer { work.filled.deallocate() }
-        let chunk = max(options.parallelism.chunk, 1)
-        let next = Atomic<Int>(0)
+        guard workerCount > 1, makeAllInstances(workers: workerCount) else { return }
+        var loaders = [self]
+        for _ in 1..<workerCount { loaders.append(GraphLoader(workerOf: self, source: source.copyForWorker())) }
+        let filled = UnsafeMutableBufferPointer<Bool>.allocate(capacity: count)
+        filled.initialize(repeating: false)
+        defer { filled.deallocate() }
         // The loader is the first worker, held to the same rules as the others, so that what
         // workers leave to the serial pass does not depend on which of them took a model.
         isWorker = true
         defer { isWorker = false }
-        DispatchQueue.concurrentPerform(iterations: workerCount) { number in
-            let worker = work.workers[number]
-            while true {
-                let start = next.wrappingAdd(chunk, ordering: .relaxed).oldValue
-                guard start < count else { return }
-                for index in start..<min(start + chunk, count) { work.filled[index] = worker.fillOnWorker(at: index) }
-            }
+        // Each worker uses its own loader, and writes the flags of the models it took only.
+        let shared = Unchecked((loaders, filled))
+        inChunks(of: count, workers: workerCount) { number, range in
+            let (loaders, filled) = shared.value
+            for index in range { filled[index] = loaders[number].fillOnWorker(at: index) }
         }
-        for index in 0..<count where work.filled[index] {
+        for index in 0..<count where filled[index] {
             decoded[index] = true
             filledInParallel += 1
         }
     }
 
-    /// What the workers share.
-    ///
-    /// Unchecked: each worker uses its own loader, and writes the flags of the chunks it took
-    /// only (each index is taken once, through an atomic counter). The loaders' shared arrays
-    /// are only read while workers run, and `concurrentPerform` returns after they all finished.
-    private struct Work: @unchecked Sendable {
-        /// The loader itself first, then one copy per further worker.
-        let workers: [GraphLoader]
-        /// Whether each model was filled.
-        let filled: UnsafeMutableBufferPointer<Bool>
-
-        init(loader: GraphLoader, workers count: Int) {
-            var workers = [loader]
-            for _ in 1..<count { workers.append(GraphLoader(workerOf: loader, source: loader.source.copyForWorker())) }
-            self.workers = workers
-            filled = UnsafeMutableBufferPointer.allocate(capacity: loader.headers.count)
-            filled.initialize(repeating: false)
+    /// Calls `body` once for each chunk of `0..<count`, on `workers` threads (this one among
+    /// them), with the number of the worker that took the chunk; returns when all are done.
+    private func inChunks(of count: Int, workers: Int, _ body: @Sendable (Int, Range<Int>) -> Void) {
+        let chunk = max(options.parallelism.chunk, 1)
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: workers) { number in
+            while true {
+                let start = next.wrappingAdd(chunk, ordering: .relaxed).oldValue
+                guard start < count else { return }
+                body(number, start..<min(start + chunk, count))
+            }
         }
     }
 
-    /// Makes the instance of every model, as the serial pass would; `false` (with some made)
-    /// when a model's type is not registered, whose instance only a typed pointer can make.
-    private func makeAllInstances() throws -> Bool {
-        for index in headers.indices where instances[index] == nil {
+    /// Makes the instance of every model; `false` (with some made) when a model's type is not
+    /// registered, whose instance only a typed pointer can make.
+    ///
+    /// Workers make the instances (which runs the model types' `init()`); this thread then keeps
+    /// them in the order of the data, as the serial pass would have made them.
+    private func makeAllInstances(workers: Int) -> Bool {
+        let count = headers.count
+        var types = [(any Model.Type)?](repeating: nil, count: count)
+        for index in 0..<count where instances[index] == nil {
             guard let type = type(named: headers[index].name) else { return false }
-            try makeInstance(type, at: index)
+            types[index] = type
+        }
+        let made = UnsafeMutableBufferPointer<Unmanaged<AnyObject>?>.allocate(capacity: count)
+        made.initialize(repeating: nil)
+        defer { made.deallocate() }
+        // Only read while workers run; each worker writes the instances of the models it took.
+        let shared = Unchecked((types, headers, made))
+        inChunks(of: count, workers: workers) { _, range in
+            let (types, headers, made) = shared.value
+            for index in range {
+                if let type = types[index] { made[index] = Self.make(type, id: headers[index].id) }
+            }
+        }
+        for index in 0..<count {
+            if let type = types[index], let model = made[index] { keep(type, model, at: index) }
         }
         return true
     }
 
-    private func makeInstance<M: Model>(_ type: M.Type, at index: Int) throws {
-        _ = try instance(M.self, at: index)
+    /// A new `M` with `id`, retained once for ``keep(_:_:at:)``.
+    private static func make<M: Model>(_ type: M.Type, id: ModelID) -> Unmanaged<AnyObject> {
+        let model = M()
+        model.storage.metadata.modelId = id
+        return Unmanaged.passRetained(model)
+    }
+
+    private func keep<M: Model>(_ type: M.Type, _ model: Unmanaged<AnyObject>, at index: Int) {
+        keep(Unmanaged<M>.fromOpaque(model.toOpaque()).takeRetainedValue(), at: index)
     }
 
     /// Fills the model at `index` on a worker; `false` leaves it to the serial pass.
@@ -87,8 +106,17 @@ extension GraphLoader {
     }
 
     private func fillOnWorker<M: Model>(_ type: M.Type, at index: Int) -> Bool {
-        // `instance(_:at:)` made it a `M`: `instanceTypes` holds its exact type.
+        // `keep(_:at:)` made it a `M`: `instanceTypes` holds its exact type.
         guard let instance = instances[index] else { return false }
         return fillDirectly(Unmanaged<M>.fromOpaque(instance.toOpaque()), at: index)
+    }
+}
+
+/// Values handed to workers that the compiler cannot prove safe to share: each use says why it is.
+private struct Unchecked<Value>: @unchecked Sendable {
+    let value: Value
+
+    init(_ value: Value) {
+        self.value = value
     }
 }

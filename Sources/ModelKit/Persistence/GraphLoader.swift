@@ -87,6 +87,9 @@ final class GraphLoader {
     @exclusivity(unchecked) private var lastBatchType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastBatch: AnyObject?
     @exclusivity(unchecked) private var contextFree: [ObjectIdentifier: Bool] = [:]
+    /// The type `isContextFree` was asked about last, and the answer: models of a type mostly
+    /// come together.
+    @exclusivity(unchecked) private var lastContextFree: (type: ObjectIdentifier?, answer: Bool) = (nil, false)
     @exclusivity(unchecked) private var plans: [ObjectIdentifier: DirectPlan?] = [:]
     @exclusivity(unchecked) private var lastPlanType: ObjectIdentifier?
     @exclusivity(unchecked) private var lastPlan: DirectPlan?
@@ -340,6 +343,12 @@ final class GraphLoader {
         }
         let model = M()
         model.storage.metadata.modelId = headers[index].id
+        keep(model, at: index)
+        return Unmanaged.passUnretained(model)
+    }
+
+    /// Keeps `model`, new and given the id of the model at `index`, as that model's instance.
+    func keep<M: Model>(_ model: M, at index: Int) {
         // The batch that registers it at commit keeps it alive until then (retaining it now,
         // before any weak reference gives it a side table, takes the fast path).
         if isContextFree(M.self) {
@@ -351,7 +360,6 @@ final class GraphLoader {
         instanceTypes[index] = M.self
         positions.setInstance(
             Unmanaged.passUnretained(model).toOpaque(), typeCode: typeCode(of: M.self), for: headers[index].id)
-        return Unmanaged.passUnretained(model)
     }
 
     /// A small number for each type the loader made instances of, for ``ModelIDTable``'s slots.
@@ -372,9 +380,15 @@ final class GraphLoader {
 
     func isContextFree<M: Model>(_ type: M.Type) -> Bool {
         let key = ObjectIdentifier(M.self)
-        if let known = contextFree[key] { return known }
-        let isContextFree = M.self is any ContextFreeModel.Type
-        contextFree[key] = isContextFree
+        if key == lastContextFree.type { return lastContextFree.answer }
+        let isContextFree: Bool
+        if let known = contextFree[key] {
+            isContextFree = known
+        } else {
+            isContextFree = M.self is any ContextFreeModel.Type
+            contextFree[key] = isContextFree
+        }
+        lastContextFree = (key, isContextFree)
         return isContextFree
     }
 
