@@ -262,12 +262,12 @@ struct ParallelLoadingTests {
         #expect(tracker.liveCount == 0)
     }
 
-    @Test("a property list large enough for workers loads through the public API like a small one")
-    func publicAPI() throws {
+    @Test("a file large enough for workers loads through the public API like a small one", arguments: PersistenceFormat.allCases)
+    func publicAPI(format: PersistenceFormat) throws {
         let source = ModelContext()
         makeBlog(authors: 300, postsPerAuthor: 9, in: source)
         #expect(DeserializationOptions().parallelism.minimumModels <= source.count)
-        let data = try source.data(format: .binaryPropertyList)
+        let data = try source.data(format: format)
         let context = ModelContext()
         try context.load(data)
         #expect(try snapshot(context) == snapshot(source))

@@ -1,6 +1,7 @@
 import Foundation
-import ModelKit
 import Testing
+
+@testable import ModelKit
 
 @Suite("Persistence errors")
 struct PersistenceErrorTests {
@@ -193,6 +194,33 @@ struct PersistenceFuzzTests {
         }
     }
 
+    /// Loads `bytes` into an empty context with workers taking one model at a time, and on one
+    /// thread: both load the same models, or both throw the same error and change nothing.
+    static func checkWorkers(_ bytes: [UInt8]) throws {
+        func load(workers: Int) throws -> Result<[String: String], SerializationError> {
+            let context = ModelContext()
+            var options = DeserializationOptions()
+            options.parallelism = DeserializationOptions.Parallelism(minimumModels: 1, chunk: 1, workers: workers)
+            do {
+                try withModelSource(for: Data(bytes)) { source in
+                    try GraphLoader(context: context, options: options, source: source).loadAll()
+                }
+                return .success(try contents(context))
+            } catch let error as SerializationError {
+                #expect(context.isEmpty)
+                return .failure(error)
+            }
+        }
+        switch (try load(workers: 3), try load(workers: 1)) {
+        case (.success(let parallel), .success(let serial)):
+            #expect(parallel == serial)
+        case (.failure(let parallel), .failure(let serial)):
+            #expect(parallel.description == serial.description)
+        case (let parallel, let serial):
+            Issue.record("with workers: \(parallel); on one thread: \(serial)")
+        }
+    }
+
     /// `snapshot(context)` without the models' creation and update dates: a model whose file
     /// lacks them keeps the time its instance was made, which differs from one load to another.
     static func contents(_ context: ModelContext) throws -> [String: String] {
@@ -205,7 +233,7 @@ struct PersistenceFuzzTests {
     }
 
     @Test(
-        "seeded random mutations of files never crash, never half-load, and load the same in one pass",
+        "seeded random mutations of files never crash, never half-load, and load the same in one pass and with workers",
         arguments: [PersistenceFormat.json, .binaryPropertyList])
     func mutations(format: PersistenceFormat) throws {
         let source = ModelContext()
@@ -243,6 +271,7 @@ struct PersistenceFuzzTests {
             if let dump { try Data(bytes).write(to: dump) }
             if try Self.check(bytes, over: seed) { loaded += 1 } else { rejected += 1 }
             try Self.checkOnePass(bytes)
+            try Self.checkWorkers(bytes)
         }
         #expect(loaded + rejected == iterations)
         #expect(rejected > iterations / 4)
@@ -257,6 +286,7 @@ struct PersistenceFuzzTests {
         for file in files {
             _ = try Self.check(Array(try Data(contentsOf: file)), over: seed)
             try Self.checkOnePass(Array(try Data(contentsOf: file)))
+            try Self.checkWorkers(Array(try Data(contentsOf: file)))
         }
     }
 }

@@ -23,6 +23,8 @@ final class JSONSource: ModelSource {
         // a few times, and takes at most about a tenth of the file's size however large its
         // models are (growing it at a million models costs more than a table a little too
         // large). The arrays, whose unused capacity costs nothing, are sized for one per 256.
+        // The blog's models take about 400 bytes each.
+        loader.considerWorkers(forAbout: bytes.count / 400)
         loader.reserveArrays(bytes.count / 256)
         loader.reserveIdCapacity(bytes.count / 512)
         var scanner = JSONScanner(bytes: bytes, position: 0)
@@ -285,7 +287,7 @@ final class BinaryPlistSource: ModelSource {
         }
         // Each model is at least one object: a damaged count reserves no more than that.
         let count = min(try document.count(of: models), document.objectCount)
-        loader.sourceIsRandomAccess(models: count)
+        loader.considerWorkers(forAbout: count)
         loader.reserveCapacity(count)
         try document.forEach(in: models) { _, node in
             try add(node, to: loader)
