@@ -88,7 +88,7 @@ extension GraphLoader {
         return true
     }
 
-    /// A new `M` with `id`, retained once for ``keep(_:_:at:)``.
+    /// A new `M` with `id`, retained once: ``keep(_:_:at:)`` hands that retain to its batch.
     private static func make<M: Model>(_ type: M.Type, id: ModelID) -> Unmanaged<AnyObject> {
         let model = M()
         model.storage.metadata.modelId = id

@@ -351,18 +351,19 @@ final class GraphLoader {
     }
 
     /// Keeps `model`, new and given the id of the model at `index`, as that model's instance.
-    func keep<M: Model>(_ model: M, at index: Int) {
+    func keep<M: Model>(_ model: consuming M, at index: Int) {
+        let instance = Unmanaged.passUnretained(model)
+        instances[index] = Unmanaged<AnyObject>.fromOpaque(instance.toOpaque())
+        instanceTypes[index] = M.self
+        positions.setInstance(instance.toOpaque(), typeCode: typeCode(of: M.self), for: headers[index].id)
         // The batch that registers it at commit keeps it alive until then (retaining it now,
-        // before any weak reference gives it a side table, takes the fast path).
+        // before any weak reference gives it a side table, takes the fast path; an instance a
+        // worker made and retained moves in without a retain).
         if isContextFree(M.self) {
             owned.append(model)
         } else {
             enlist(model, model.storage.box, id: headers[index].id, objectId: headers[index].objectId)
         }
-        instances[index] = Unmanaged.passUnretained(model)
-        instanceTypes[index] = M.self
-        positions.setInstance(
-            Unmanaged.passUnretained(model).toOpaque(), typeCode: typeCode(of: M.self), for: headers[index].id)
     }
 
     /// A small number for each type the loader made instances of, for ``ModelIDTable``'s slots.
@@ -414,7 +415,7 @@ final class GraphLoader {
     /// generation are set now, while its storage is at hand: registering then has nothing to
     /// write to it when the type's list was empty and nothing changed meanwhile (otherwise it
     /// sets them again).
-    func enlist<M: Model>(_ model: M, _ box: ModelBox<M.Properties>, id: ModelID, objectId: String?) {
+    func enlist<M: Model>(_ model: consuming M, _ box: ModelBox<M.Properties>, id: ModelID, objectId: String?) {
         let batch = batch(for: M.self)
         box.typeSlot = batch.count
         box.insertedGeneration = stagedGeneration

@@ -35,7 +35,7 @@ extension ModelContext {
 
         var count: Int { models.count }
 
-        func append(_ model: M, id: ModelID, objectId: String?) {
+        func append(_ model: consuming M, id: ModelID, objectId: String?) {
             models.append(model)
             ids.append(id)
             objectIds.append(objectId)

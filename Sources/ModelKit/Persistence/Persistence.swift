@@ -100,7 +100,9 @@ extension ModelContext {
     /// without the envelope (a bare ``Model/serialize(as:)`` array or dictionary, as ModelKit for
     /// Objective-C wrote them) load too. A model whose id is already in the context is updated in
     /// place, so instances and references the app holds stay valid; the others are added. The
-    /// file is memory-mapped rather than read into memory.
+    /// file is memory-mapped rather than read into memory. A large file loaded into an empty
+    /// context makes its models and fills in their properties on one thread per processor, so
+    /// model types' `init()` may run on other threads than the caller's.
     ///
     /// ```swift
     /// let context = ModelContext()
