@@ -1,3 +1,5 @@
+import ModelKitShims
+
 /// A context's models by id, without retaining them: open addressing with linear probing over
 /// one flat array, hashed as ``ModelIDTable`` is.
 ///
@@ -69,6 +71,11 @@ struct ModelIdentityMap {
                 remove(id)
             }
         }
+    }
+
+    /// Starts bringing in the first slot where `id` goes, ahead of its ``insert(_:for:)``.
+    @inline(__always) func prefetch(_ id: ModelID) {
+        slots.withUnsafeBufferPointer { modelkit_prefetch_for_writing($0.baseAddress! + home(of: id)) }
     }
 
     /// Adds `model` under `id`, without retaining it even for a moment (assigning through the

@@ -1,3 +1,5 @@
+import ModelKitShims
+
 /// Model ids to positions (a model's index in a file or a list), for the hot loops of writing
 /// and loading whole graphs: open addressing with linear probing over one flat array.
 ///
@@ -47,6 +49,14 @@ struct ModelIDTable {
     /// The position of `id`'s slot, or of the empty slot where it would go.
     @inline(__always) private func position(of id: ModelID) -> Int {
         ModelIDHashing.position(of: id, in: slots, shift: shift)
+    }
+
+    /// Starts bringing in the first slot where `id` goes, ahead of a write to it (see
+    /// ``ModelIdentityMap/prefetch(_:)``).
+    @inline(__always) func prefetch(_ id: ModelID) {
+        slots.withUnsafeBufferPointer {
+            modelkit_prefetch_for_writing($0.baseAddress! + ModelIDHashing.home(of: id, shift: shift, mask: $0.count - 1))
+        }
     }
 
     /// The slot of `id`, if the table has it.

@@ -2,24 +2,26 @@ import Dispatch
 import Foundation
 import Synchronization
 
-// Parallel filling: the properties of new models filled on several threads.
+// Parallel loading: new models made and filled on several threads.
 //
-// Once every header has been read and every model's instance made, filling one model's
-// properties with its type's direct plan only reads the input, the id table and the instances,
-// and writes that model's own storage. (Pointing a weak reference at a target forms the target's
-// side table, which the runtime does atomically.) So when the context was empty and the source
-// can be read from anywhere, the loader hands the models out in chunks to one worker per
-// processor, each a copy of the loader with caches and a source of its own.
+// Once every header has been read, making a model's instance needs only its type and id, and
+// filling its properties with its type's direct plan only reads the input (from the position its
+// header gave), the id table and the instances, and writes that model's own storage. (Pointing a
+// weak reference at a target forms the target's side table, which the runtime does atomically.)
+// So when the context was empty, the loader hands the models out in chunks to one worker per
+// processor twice: to make the instances, which this thread then keeps in the data's order, and
+// to fill them, each worker with a copy of the loader and a source of its own.
 //
-// Workers only take the direct plan's path, which runs no code of the app's. A model a worker
-// cannot fill (data in another form, an error, a dangling pointer) is left to the loader's own
-// serial pass, which decodes it through `Codable` or reports its error exactly as it would have
-// without workers: what a load does and throws does not depend on how many threads it used.
+// Making an instance runs the model type's `init()`; filling runs no code of the app's. A model a
+// worker cannot fill (data in another form, an error, a dangling pointer) is left to the
+// loader's own serial pass, which decodes it through `Codable` or reports its error exactly as it
+// would have without workers: what a load does and throws does not depend on how many threads
+// it used.
 
 extension GraphLoader {
     /// Fills the new models' properties on workers, when there are enough of them and more than
     /// one processor, and marks those filled as decoded; ``decodeAll()`` does the rest.
-    func decodeInParallel() throws {
+    func decodeInParallel() {
         guard !isStreaming, !isWorker, contextWasEmpty else { return }
         let count = headers.count
         let workerCount = options.parallelism.workers(for: count)
@@ -83,6 +85,8 @@ extension GraphLoader {
             }
         }
         for index in 0..<count {
+            // Keeping writes the id's slot: a few ids ahead, those reads overlap.
+            if index + 8 < count { positions.prefetch(headers[index + 8].id) }
             if let type = types[index], let model = made[index] { keep(type, model, at: index) }
         }
         return true

@@ -24,6 +24,10 @@ protocol ModelSource: AnyObject {
 /// already in the context are queued. Only when everything succeeded does the commit apply the
 /// queued updates and register the new models, which cannot fail: after an error, the context is
 /// exactly as it was.
+///
+/// Into an empty context, a small input is instead staged model by model as the source reads it
+/// (see `GraphLoader+Streaming.swift`), and a large one has its new models made and filled by
+/// workers before staging takes what they left (see `GraphLoader+Parallel.swift`).
 final class GraphLoader {
     // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
     // written or read, one instance is used by one thread, and the dynamic checks cost more than
@@ -227,7 +231,7 @@ final class GraphLoader {
         guard !isStreaming || contextWasEmpty else { throw StreamingUnavailable() }
         try source.readHeaders(into: self)
         if isStreaming, pendingCount > 0 { throw StreamingUnavailable() }
-        try decodeInParallel()
+        decodeInParallel()
         try decodeAll()
         commit()
     }
@@ -241,7 +245,7 @@ final class GraphLoader {
             throw SerializationError(.valueNotFound, expected: "at least one model", found: "no models")
         }
         let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
-        try decodeInParallel()
+        decodeInParallel()
         try decodeAll()
         commit()
         return rootInstance

@@ -35,6 +35,9 @@ extension ModelContext {
 
         var count: Int { models.count }
 
+        /// How many ids ahead registering brings in their slots.
+        private static var prefetchDistance: Int { 8 }
+
         func append(_ model: consuming M, id: ModelID, objectId: String?) {
             models.append(model)
             ids.append(id)
@@ -53,6 +56,10 @@ extension ModelContext {
             var allInserted = true
             models.withUnsafeBufferPointer { models in
                 for position in models.indices {
+                    // The map's slots are far apart: a few ids ahead, their reads overlap.
+                    if position + Self.prefetchDistance < models.count {
+                        registry.models.prefetch(ids[position + Self.prefetchDistance])
+                    }
                     let id = ids[position]
                     let objectKey = objectIds[position].map { ObjectKey(type: type, objectId: $0) }
                     if (checkIds && registry.models[id] != nil) || objectKey.map({ registry.objectIds[$0] != nil }) == true {

@@ -128,8 +128,9 @@ extension ModelContext {
     /// - Complexity: O(n) in the size of `data`.
     public func load(_ data: Data, options: DeserializationOptions = DeserializationOptions()) throws {
         if isEmpty {
-            // Loading at launch: one pass over the input when it loads cleanly. On anything else
-            // that pass throws, having changed nothing, and the general loader below runs.
+            // Loading at launch: one pass over the input when it loads cleanly (a large input is
+            // loaded with workers instead, by a general loader). On anything else that pass
+            // throws, having changed nothing, and the general loader below runs.
             do {
                 return try withModelSource(for: data) { source in
                     try GraphLoader(context: self, options: options, source: source, streaming: true).loadAll()
