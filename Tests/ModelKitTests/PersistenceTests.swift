@@ -270,41 +270,6 @@ struct PersistenceTests {
         #expect(try snapshot(target) == snapshot(source))
     }
 
-    @Test("a binary property list holds each model id once, shared by the model and every pointer to it")
-    func sharedIds() throws {
-        let source = ModelContext()
-        let authors = makeBlog(authors: 3, postsPerAuthor: 4, in: source)
-        let loop = VeryConvolutedExample.instance(in: source)
-        loop.circular = loop
-        try ModelRegistry.register(VeryConvolutedExample.self)
-        let data = try source.data(format: .binaryPropertyList)
-        for model in source.allModels {
-            let text = Data(model.modelId.description.utf8)
-            var occurrences = 0
-            var searched = data.startIndex..<data.endIndex
-            while let found = data.range(of: text, in: searched) {
-                occurrences += 1
-                searched = found.upperBound..<data.endIndex
-            }
-            #expect(occurrences == 1, "\(model.modelId)")
-        }
-        // Foundation reads the shared object wherever it is referenced.
-        let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
-        let models = try #require((object as? [String: Any])?["models"] as? [[String: Any]])
-        let authorIds = Set(authors.map(\.modelId.description))
-        let pointed = models.compactMap { model -> String? in
-            guard model["model"] as? String == "Post", let properties = model["properties"] as? [String: Any],
-                let author = properties["author"] as? [String: Any]
-            else { return nil }
-            return author["modelId"] as? String
-        }
-        #expect(pointed.count == 12 && Set(pointed) == authorIds)
-        let target = ModelContext()
-        try target.load(data)
-        #expect(try snapshot(target) == snapshot(source))
-        #expect(target.model(VeryConvolutedExample.self, modelId: loop.modelId)?.circular?.modelId == loop.modelId)
-    }
-
     @Test("files without the envelope (bare serialize() output) still load")
     func bareArrays() throws {
         let context = ModelContext()

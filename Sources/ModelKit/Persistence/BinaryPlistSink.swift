@@ -23,9 +23,6 @@ final class BinaryPlistSink: GraphSink {
     @exclusivity(unchecked) private var interned = StringInterner()
     @exclusivity(unchecked) private var nullRef: UInt32?
     @exclusivity(unchecked) private var boolRefs: [UInt32?] = [nil, nil]
-    /// By the writer's position of each model, the number of its id's string object plus one
-    /// (0 while not written).
-    @exclusivity(unchecked) private var idRefs: [UInt32] = []
 
     private struct Frame {
         var isObject = false
@@ -42,7 +39,6 @@ final class BinaryPlistSink: GraphSink {
         // and capacity never written to costs address space, not memory (growing the table
         // copied it into newly faulted pages).
         offsets.reserveCapacity(min(count, Int.max / 24) * 24)
-        idRefs.reserveCapacity(count)
     }
 
     init(buffer: OutputBuffer, exactDates: Bool = false) {
@@ -260,11 +256,6 @@ final class BinaryPlistSink: GraphSink {
     }
 
     override func modelId(_ value: ModelID) {
-        place(writeModelId(value))
-    }
-
-    /// Writes an id as a string object and returns its number.
-    private func writeModelId(_ value: ModelID) -> UInt32 {
         let ref = startObject()
         buffer.reserve(37)
         buffer.appendUnchecked(0x5F)
@@ -272,7 +263,7 @@ final class BinaryPlistSink: GraphSink {
         buffer.appendUnchecked(36)
         value.writeText(to: buffer.base + buffer.count)
         buffer.advance(by: 36)
-        return ref
+        place(ref)
     }
 
     override var usesJSONForms: Bool { false }
@@ -308,7 +299,7 @@ final class BinaryPlistSink: GraphSink {
         frames[depth - 1].keys.append(constants[index])
     }
 
-    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date, position: Int) {
+    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
         let keys = constants
         beginObject()
         // A nil object id is left out, as ModelKit for Objective-C's dictionaries did.
@@ -318,38 +309,23 @@ final class BinaryPlistSink: GraphSink {
             frames[depth - 1].keys.append(contentsOf: keys[0..<6])
         }
         place(nameRef(name))
-        place(idRef(id, position: position))
+        modelId(id)
         if let objectId { string(objectId) }
         date(createdAt)
         date(updatedAt)
         // The properties value comes next, matching the sixth key.
     }
 
-    override func pointer(name: String, id: ModelID, objectId: String?, position: Int) {
+    override func pointer(name: String, id: ModelID, objectId: String?) {
         let keys = constants
         beginObject()
         frames[depth - 1].keys.append(keys[6])
         frames[depth - 1].keys.append(contentsOf: keys[0..<(objectId == nil ? 2 : 3)])
         place(keys[7])
         place(nameRef(name))
-        place(idRef(id, position: position))
+        modelId(id)
         if let objectId { string(objectId) }
         endObject()
-    }
-
-    /// The number of the string object of the id of the model at `position` in the writer,
-    /// written the first time: a model's header and every pointer to it share it, as property
-    /// lists allow (a million-post blog's file is a fifth smaller, and so is the disk's work).
-    private func idRef(_ id: ModelID, position: Int) -> UInt32 {
-        if position < idRefs.count, idRefs[position] != 0 { return idRefs[position] - 1 }
-        let ref = writeModelId(id)
-        if position >= idRefs.count {
-            // Positions come from the writer's id table: the context's models, then those reached
-            // from them, numbered in order.
-            idRefs.append(contentsOf: repeatElement(0, count: max(position + 1, idRefs.count * 2) - idRefs.count))
-        }
-        idRefs[position] = ref + 1
-        return ref
     }
 
     override func finish() throws {

@@ -46,15 +46,11 @@ class GraphSink {
     /// Starts a model dictionary: its header members (`model`, `modelId`, `objectId` unless it
     /// is nil, `createdAt`, `updatedAt`), then the `properties` key, whose value comes next.
     /// Readers take a missing object id, or null, as nil. Each sink writes the constant parts in
-    /// one go. `position` is the model's position in the writer (see ``pointer(name:id:objectId:position:)``).
-    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date, position: Int) {
-        abstract()
-    }
+    /// one go.
+    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) { abstract() }
 
     /// A `ModelPointer` dictionary: `__type`, `model`, `modelId`, and `objectId` unless it is nil.
-    /// `position` is the target's position in the writer, the same for every pointer to it and
-    /// its header, so that a sink can write the id once and refer to it.
-    func pointer(name: String, id: ModelID, objectId: String?, position: Int) { abstract() }
+    func pointer(name: String, id: ModelID, objectId: String?) { abstract() }
 
     /// Marks the current state, so that a value started after it can be abandoned.
     func checkpoint() -> Int { abstract() }

@@ -141,7 +141,7 @@ final class GraphStreamWriter {
         if metadata.objectId != nil || !objectIds.isEmpty { objectIds[index] = metadata.objectId }
         sink.beginModel(
             name: name, id: metadata.modelId, objectId: metadata.objectId, createdAt: metadata.createdAt,
-            updatedAt: metadata.updatedAt, position: index)
+            updatedAt: metadata.updatedAt)
         do {
             let checkpoint = sink.checkpoint()
             let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: propertiesPath)
@@ -175,8 +175,8 @@ final class GraphStreamWriter {
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
     func pointer<M: Model>(to model: M) throws {
         let metadata = model.storage.metadata
-        let position = try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
-        writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId, position: position)
+        try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Writes the pointer for the reference at `reference` if its target is already queued;
@@ -201,12 +201,12 @@ final class GraphStreamWriter {
                 return false
             }
         }
-        writePointer(name: name(of: M.self), id: id, objectId: objectIds.isEmpty ? nil : objectIds[known], position: known)
+        writePointer(name: name(of: M.self), id: id, objectId: objectIds.isEmpty ? nil : objectIds[known])
         return true
     }
 
-    private func writePointer(name: String, id: ModelID, objectId: String?, position: Int) {
-        sink.pointer(name: name, id: id, objectId: objectId, position: position)
+    private func writePointer(name: String, id: ModelID, objectId: String?) {
+        sink.pointer(name: name, id: id, objectId: objectId)
     }
 
     /// Writes a value tree (the fallback for properties that cannot be streamed).

@@ -236,7 +236,7 @@ final class JSONSink: GraphSink {
         buffer.appendUnchecked(UInt8(ascii: "\""))
     }
 
-    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date, position: Int) {
+    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
         separate()
         buffer.append(#"{"model":"#)
         writeString(name)
@@ -256,7 +256,7 @@ final class JSONSink: GraphSink {
         needsComma = false
     }
 
-    override func pointer(name: String, id: ModelID, objectId: String?, position: Int) {
+    override func pointer(name: String, id: ModelID, objectId: String?) {
         separate()
         buffer.append(#"{"__type":"ModelPointer","model":"#)
         writeString(name)
