@@ -338,9 +338,15 @@ func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws ->
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { start = 3 }
         while start < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[start]) { start += 1 }
         if start < bytes.count, bytes[start] == UInt8(ascii: "<") {
-            // XML property lists go through Foundation, then through the binary reader.
+            // XML property lists go through Foundation, then through the binary reader. Offsets
+            // in that binary form say nothing about the XML text (Foundation lays it out anew for
+            // each conversion), so errors keep their model index and path only.
             let binary = try XMLPropertyList.binary(fromXML: data)
-            return try binary.withUnsafeBytes { try body(BinaryPlistSource(bytes: $0.bindMemory(to: UInt8.self))) }
+            do {
+                return try binary.withUnsafeBytes { try body(BinaryPlistSource(bytes: $0.bindMemory(to: UInt8.self))) }
+            } catch let error as SerializationError {
+                throw error.withoutByteOffset()
+            }
         }
         return try body(JSONSource(bytes: bytes))
     }

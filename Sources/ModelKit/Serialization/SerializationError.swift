@@ -22,7 +22,8 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
     /// The path to the offending value inside the model, such as `properties.tags[2]`; empty when
     /// the model's header itself is at fault.
     public let path: String
-    /// The byte offset in the input, for errors found while parsing bytes.
+    /// The byte offset in the input, for errors found while parsing bytes (not for XML property
+    /// lists, which are read through a binary one Foundation converts them to).
     public let byteOffset: Int?
     /// What was expected at that place.
     public let expected: String
@@ -46,6 +47,14 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         SerializationError(
             code, modelIndex: self.modelIndex ?? modelIndex, modelName: self.modelName ?? modelName, path: path,
             byteOffset: byteOffset, expected: expected, found: found)
+    }
+
+    /// The error without its byte offset: for input read through a conversion, whose offsets
+    /// are not the file's.
+    func withoutByteOffset() -> SerializationError {
+        SerializationError(
+            code, modelIndex: modelIndex, modelName: modelName, path: path, byteOffset: nil, expected: expected,
+            found: found)
     }
 
     public var description: String {
