@@ -61,8 +61,8 @@ extension GraphLoader {
         }
     }
 
-    /// Makes the instance of every model; `false` (with some made) when a model's type is not
-    /// registered, whose instance only a typed pointer can make.
+    /// Makes the instance of every model; `false`, having made none, when a model's type is not
+    /// registered (only a typed pointer can make its instance, which workers may not).
     ///
     /// Workers make the instances (which runs the model types' `init()`); this thread then keeps
     /// them in the order of the data, as the serial pass would have made them.
