@@ -98,6 +98,21 @@ struct ParallelLoadingTests {
         #expect(try snapshot(context) == snapshot(source))
     }
 
+    @Test("workers are used from the minimum number of models on, one per processor, never more than chunks")
+    func workerCounts() {
+        typealias Parallelism = DeserializationOptions.Parallelism
+        let four = Parallelism(minimumModels: 100, chunk: 10, workers: 4)
+        #expect(four.workers(for: 0) == 1)
+        #expect(four.workers(for: 99) == 1)
+        #expect(four.workers(for: 100) == 4)
+        #expect(Parallelism(minimumModels: 1, chunk: 10, workers: 4).workers(for: 25) == 2)
+        #expect(Parallelism(minimumModels: 1, chunk: 10, workers: 4).workers(for: 5) == 1)
+        #expect(Parallelism(minimumModels: 1, chunk: 0, workers: 4).workers(for: 5) == 4)
+        let processors = min(ProcessInfo.processInfo.activeProcessorCount, 8)
+        #expect(Parallelism().workers(for: 1_000_000) == processors)
+        #expect(Parallelism().workers(for: 2047) == 1)
+    }
+
     @Test("models the workers cannot fill are decoded on the loading thread, with their defaults")
     func leftToLoadingThread() throws {
         // Post 1 lacks its body and tags (their defaults apply), post 2 has a key no field has:
