@@ -33,8 +33,9 @@ final class BinaryPlistSink: GraphSink {
     /// Whether dates are written as `{"__type": "Date", "iso": …}` dictionaries instead of native
     /// dates: for XML property lists, whose native dates keep only whole seconds.
     private let exactDates: Bool
+    let buffer: OutputBuffer
 
-    override func expect(models count: Int) {
+    func expect(models count: Int) {
         // Generous: a model with a few strings, a date and pointers makes ten to twenty objects,
         // and capacity never written to costs address space, not memory (growing the table
         // copied it into newly faulted pages).
@@ -43,7 +44,7 @@ final class BinaryPlistSink: GraphSink {
 
     init(buffer: OutputBuffer, exactDates: Bool = false) {
         self.exactDates = exactDates
-        super.init(buffer: buffer)
+        self.buffer = buffer
         buffer.append("bplist00")
     }
 
@@ -167,16 +168,16 @@ final class BinaryPlistSink: GraphSink {
         buffer.advance(by: refs.count * 4)
     }
 
-    override func beginObject() { open(isObject: true) }
-    override func endObject() { close() }
-    override func beginArray() { open(isObject: false) }
-    override func endArray() { close() }
+    func beginObject() { open(isObject: true) }
+    func endObject() { close() }
+    func beginArray() { open(isObject: false) }
+    func endArray() { close() }
 
-    override func key(_ key: String) {
+    func key(_ key: String) {
         frames[depth - 1].keys.append(sharedString(key))
     }
 
-    override func null() {
+    func null() {
         if let nullRef { return place(nullRef) }
         let type = sharedString("__type")
         let name = sharedString("Null")
@@ -187,7 +188,7 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    override func bool(_ value: Bool) {
+    func bool(_ value: Bool) {
         let slot = value ? 1 : 0
         if let ref = boolRefs[slot] { return place(ref) }
         let ref = startObject()
@@ -196,7 +197,7 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    override func int(_ value: Int64) {
+    func int(_ value: Int64) {
         let ref = startObject()
         if value < 0 {
             buffer.append(0x13)
@@ -207,7 +208,7 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    override func uint(_ value: UInt64) {
+    func uint(_ value: UInt64) {
         guard value > UInt64(Int64.max) else { return int(Int64(value)) }
         // Integers above Int64.max are 16-byte integers, as Foundation writes them.
         let ref = startObject()
@@ -217,23 +218,23 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    override func double(_ value: Double) {
+    func double(_ value: Double) {
         let ref = startObject()
         buffer.append(0x23)
         bigEndian(value.bitPattern, bytes: 8)
         place(ref)
     }
 
-    override func string(_ value: String) {
+    func string(_ value: String) {
         place(writeString(value))
     }
 
     /// A string likely to repeat (type tags, model names): shared.
-    override func sharedValue(_ value: String) {
+    func sharedValue(_ value: String) {
         place(sharedString(value))
     }
 
-    override func date(_ value: Date) {
+    func date(_ value: Date) {
         if exactDates, let iso = ISODate.string(from: value) {
             beginObject()
             key("__type")
@@ -248,14 +249,14 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    override func data(_ value: Data) {
+    func data(_ value: Data) {
         let ref = startObject()
         marker(0x40, count: value.count)
         value.withUnsafeBytes { buffer.append($0) }
         place(ref)
     }
 
-    override func modelId(_ value: ModelID) {
+    func modelId(_ value: ModelID) {
         let ref = startObject()
         buffer.reserve(37)
         buffer.appendUnchecked(0x5F)
@@ -266,15 +267,15 @@ final class BinaryPlistSink: GraphSink {
         place(ref)
     }
 
-    override var usesJSONForms: Bool { false }
+    var usesJSONForms: Bool { false }
 
     /// Objects written after the checkpoint stay in the file, unreferenced (readers ignore them):
     /// only the open containers are restored.
-    override func checkpoint() -> Int {
+    func checkpoint() -> Int {
         depth << 32 | (depth > 0 ? frames[depth - 1].values.count : 0)
     }
 
-    override func rollback(to checkpoint: Int) {
+    func rollback(to checkpoint: Int) {
         depth = checkpoint >> 32
         if depth > 0 {
             frames[depth - 1].values.removeLast(frames[depth - 1].values.count - checkpoint & 0xFFFF_FFFF)
@@ -299,7 +300,7 @@ final class BinaryPlistSink: GraphSink {
         frames[depth - 1].keys.append(constants[index])
     }
 
-    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
+    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
         let keys = constants
         beginObject()
         // A nil object id is left out, as ModelKit for Objective-C's dictionaries did.
@@ -316,7 +317,7 @@ final class BinaryPlistSink: GraphSink {
         // The properties value comes next, matching the sixth key.
     }
 
-    override func pointer(name: String, id: ModelID, objectId: String?) {
+    func pointer(name: String, id: ModelID, objectId: String?) {
         let keys = constants
         beginObject()
         frames[depth - 1].keys.append(keys[6])
@@ -328,7 +329,7 @@ final class BinaryPlistSink: GraphSink {
         endObject()
     }
 
-    override func finish() throws {
+    func finish() throws {
         let tableOffset = buffer.position
         let largest = UInt64(tableOffset)
         let offsetSize = largest <= 0xFF ? 1 : largest <= 0xFFFF ? 2 : largest <= 0xFFFF_FFFF ? 4 : 8

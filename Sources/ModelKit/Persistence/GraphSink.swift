@@ -7,65 +7,62 @@ import Foundation
 /// and one value per member, `endObject()`. A writer turns each call into bytes right away, so no
 /// tree of the document is ever built.
 ///
-/// A class rather than a protocol: the encoder's containers are generic over coding keys, and
-/// making them generic over the sink too would make the runtime look up generic metadata for
-/// every value written. A subclass call costs one indirect jump.
-class GraphSink {
-    let buffer: OutputBuffer
-
-    init(buffer: OutputBuffer) {
-        self.buffer = buffer
-    }
+/// Used as an existential (`any GraphSink`), not as a generic constraint: the encoder's
+/// containers are generic over coding keys, and making them generic over the sink too would make
+/// the runtime look up generic metadata for every value written. A call costs one indirect jump,
+/// and a sink that lacks a member does not compile.
+protocol GraphSink: AnyObject {
+    var buffer: OutputBuffer { get }
 
     /// Told how many models the document will hold, before the first is written; a writer with
     /// a table per object can reserve room for it.
-    func expect(models count: Int) {}
+    func expect(models count: Int)
 
-    func beginObject() { abstract() }
-    func endObject() { abstract() }
-    func beginArray() { abstract() }
-    func endArray() { abstract() }
+    func beginObject()
+    func endObject()
+    func beginArray()
+    func endArray()
     /// The key of the next member of the innermost object.
-    func key(_ key: String) { abstract() }
+    func key(_ key: String)
 
-    func null() { abstract() }
-    func bool(_ value: Bool) { abstract() }
-    func int(_ value: Int64) { abstract() }
-    func uint(_ value: UInt64) { abstract() }
+    func null()
+    func bool(_ value: Bool)
+    func int(_ value: Int64)
+    func uint(_ value: UInt64)
     /// A double, including NaN and infinities (JSON writes those as `__type` objects).
-    func double(_ value: Double) { abstract() }
-    func string(_ value: String) { abstract() }
+    func double(_ value: Double)
+    func string(_ value: String)
     /// A string likely to repeat, such as a model name or a `__type` tag (a property list
     /// writes it once and refers to it).
-    func sharedValue(_ value: String) { abstract() }
-    func date(_ value: Date) { abstract() }
-    func data(_ value: Data) { abstract() }
+    func sharedValue(_ value: String)
+    func date(_ value: Date)
+    func data(_ value: Data)
     /// A model id as its 36-character text.
-    func modelId(_ value: ModelID) { abstract() }
+    func modelId(_ value: ModelID)
 
     /// Starts a model dictionary: its header members (`model`, `modelId`, `objectId` unless it
     /// is nil, `createdAt`, `updatedAt`), then the `properties` key, whose value comes next.
     /// Readers take a missing object id, or null, as nil. Each sink writes the constant parts in
     /// one go.
-    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) { abstract() }
+    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date)
 
     /// A `ModelPointer` dictionary: `__type`, `model`, `modelId`, and `objectId` unless it is nil.
-    func pointer(name: String, id: ModelID, objectId: String?) { abstract() }
+    func pointer(name: String, id: ModelID, objectId: String?)
 
     /// Marks the current state, so that a value started after it can be abandoned.
-    func checkpoint() -> Int { abstract() }
+    func checkpoint() -> Int
     /// Abandons everything written after `checkpoint` (which was taken inside the current model,
     /// so nothing since has been flushed).
-    func rollback(to checkpoint: Int) { abstract() }
+    func rollback(to checkpoint: Int)
     /// Whether dates, data and non-finite numbers are written as `__type` objects.
-    var usesJSONForms: Bool { abstract() }
+    var usesJSONForms: Bool { get }
 
     /// Ends the document (the property-list writer appends its offset table and trailer).
-    func finish() throws { abstract() }
+    func finish() throws
+}
 
-    private func abstract() -> Never {
-        preconditionFailure("\(type(of: self)) must override this GraphSink method")
-    }
+extension GraphSink {
+    func expect(models count: Int) {}
 }
 
 /// Writes the decimal digits of `value` to `buffer`.

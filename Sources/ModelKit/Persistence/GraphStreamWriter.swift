@@ -12,7 +12,7 @@ final class GraphStreamWriter {
     // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
     // written or read, one instance is used by one thread, and the dynamic checks cost more than
     // the work they guard.
-    let sink: GraphSink
+    let sink: any GraphSink
     /// The position of every model written or queued so far, by id.
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Models queued by reaching them, which are written after the context's own (positions
@@ -44,7 +44,7 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) fileprivate var lastReferenceType: (any StreamReference.Type)?
     private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
 
-    init(sink: GraphSink) {
+    init(sink: any GraphSink) {
         self.sink = sink
     }
 

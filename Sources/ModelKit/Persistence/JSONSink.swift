@@ -12,8 +12,10 @@ final class JSONSink: GraphSink {
     /// Reused for the ISO text of dates.
     @exclusivity(unchecked) private var scratch: [UInt8] = []
 
-    override init(buffer: OutputBuffer) {
-        super.init(buffer: buffer)
+    let buffer: OutputBuffer
+
+    init(buffer: OutputBuffer) {
+        self.buffer = buffer
         scratch.reserveCapacity(48)
     }
 
@@ -21,29 +23,29 @@ final class JSONSink: GraphSink {
         if needsComma { buffer.append(UInt8(ascii: ",")) }
     }
 
-    override func beginObject() {
+    func beginObject() {
         separate()
         buffer.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    override func endObject() {
+    func endObject() {
         buffer.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
-    override func beginArray() {
+    func beginArray() {
         separate()
         buffer.append(UInt8(ascii: "["))
         needsComma = false
     }
 
-    override func endArray() {
+    func endArray() {
         buffer.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
-    override func key(_ key: String) {
+    func key(_ key: String) {
         separate()
         writeString(key)
         buffer.append(UInt8(ascii: ":"))
@@ -59,31 +61,31 @@ final class JSONSink: GraphSink {
         needsComma = false
     }
 
-    override func null() {
+    func null() {
         separate()
         buffer.append("null")
         needsComma = true
     }
 
-    override func bool(_ value: Bool) {
+    func bool(_ value: Bool) {
         separate()
         buffer.append(value ? "true" : "false")
         needsComma = true
     }
 
-    override func int(_ value: Int64) {
+    func int(_ value: Int64) {
         separate()
         appendDecimal(value.magnitude, negative: value < 0, to: buffer)
         needsComma = true
     }
 
-    override func uint(_ value: UInt64) {
+    func uint(_ value: UInt64) {
         separate()
         appendDecimal(value, negative: false, to: buffer)
         needsComma = true
     }
 
-    override func double(_ value: Double) {
+    func double(_ value: Double) {
         guard value.isFinite else {
             beginObject()
             plainKey("__type")
@@ -100,17 +102,17 @@ final class JSONSink: GraphSink {
         needsComma = true
     }
 
-    override func string(_ value: String) {
+    func string(_ value: String) {
         separate()
         writeString(value)
         needsComma = true
     }
 
-    override func sharedValue(_ value: String) {
+    func sharedValue(_ value: String) {
         string(value)
     }
 
-    override func date(_ value: Date) {
+    func date(_ value: Date) {
         if appendFastDate(value) { return }
         scratch.removeAll(keepingCapacity: true)
         guard ISODate.append(value, to: &scratch) else {
@@ -213,7 +215,7 @@ final class JSONSink: GraphSink {
         return true
     }
 
-    override func data(_ value: Data) {
+    func data(_ value: Data) {
         beginObject()
         plainKey("__type")
         string("Bytes")
@@ -222,7 +224,7 @@ final class JSONSink: GraphSink {
         endObject()
     }
 
-    override func modelId(_ value: ModelID) {
+    func modelId(_ value: ModelID) {
         separate()
         writeModelId(value)
         needsComma = true
@@ -236,7 +238,7 @@ final class JSONSink: GraphSink {
         buffer.appendUnchecked(UInt8(ascii: "\""))
     }
 
-    override func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
+    func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
         separate()
         buffer.append(#"{"model":"#)
         writeString(name)
@@ -256,7 +258,7 @@ final class JSONSink: GraphSink {
         needsComma = false
     }
 
-    override func pointer(name: String, id: ModelID, objectId: String?) {
+    func pointer(name: String, id: ModelID, objectId: String?) {
         separate()
         buffer.append(#"{"__type":"ModelPointer","model":"#)
         writeString(name)
@@ -270,13 +272,13 @@ final class JSONSink: GraphSink {
         needsComma = true
     }
 
-    override func finish() throws {}
+    func finish() throws {}
 
-    override var usesJSONForms: Bool { true }
+    var usesJSONForms: Bool { true }
 
-    override func checkpoint() -> Int { buffer.position }
+    func checkpoint() -> Int { buffer.position }
 
-    override func rollback(to checkpoint: Int) {
+    func rollback(to checkpoint: Int) {
         buffer.truncate(to: checkpoint)
         needsComma = false
     }

@@ -61,7 +61,7 @@ struct StreamKeyedContainer<Key: CodingKey>: NilAsNullKeyedContainer {
     let depth: Int
     let codingPath: [any CodingKey]
 
-    @inline(__always) private func member(_ key: Key) throws -> GraphSink {
+    @inline(__always) private func member(_ key: Key) throws -> any GraphSink {
         try writer.enter(level: level, at: codingPath)
         writer.sink.key(key.stringValue)
         return writer.sink
@@ -135,7 +135,7 @@ struct StreamUnkeyedContainer: UnkeyedEncodingContainer {
         self.codingPath = codingPath
     }
 
-    @inline(__always) private mutating func element() throws -> GraphSink {
+    @inline(__always) private mutating func element() throws -> any GraphSink {
         try writer.enter(level: level, at: codingPath)
         count += 1
         return writer.sink
@@ -195,7 +195,7 @@ struct StreamSingleValueContainer: SingleValueEncodingContainer {
     let encoder: ValueEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
 
-    private func value() throws -> GraphSink {
+    private func value() throws -> any GraphSink {
         let writer = encoder.writer
         guard !encoder.started, writer.closeContainers(above: encoder.level - 1) else {
             writer.noteMisuse(at: codingPath)
