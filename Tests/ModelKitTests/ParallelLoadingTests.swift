@@ -152,7 +152,6 @@ struct ParallelLoadingTests {
 
     @Test("errors are the same with workers as on one thread, and nothing loads")
     func sameErrors() throws {
-        // No nulls: the inputs are converted to property lists too.
         let author =
             #"{"model":"Author","modelId":"\#(Self.ids[2])","properties":{"name":"A","email":"","age":1,"displayEmail":false,"posts":[]}}"#
         let toAuthor = pointer("Author", Self.ids[2])
@@ -196,12 +195,11 @@ struct ParallelLoadingTests {
         return snapshot.mapValues { $0.replacing(dates, with: "") }
     }
 
-    /// `data` (JSON without nulls) as a property list in `format`.
+    /// `data` (JSON) as a property list in `format`, with nulls as ModelKit writes them there.
     func convert(_ data: Data, to format: PersistenceFormat) throws -> Data {
-        let object = try PropertyListSerialization.data(
-            fromPropertyList: JSONSerialization.jsonObject(with: data),
-            format: format == .xmlPropertyList ? .xml : .binary, options: 0)
-        return object
+        try PropertyListSerialization.data(
+            fromPropertyList: ModelValue(json: data).propertyListObject, format: format == .xmlPropertyList ? .xml : .binary,
+            options: 0)
     }
 
     @Test("a model of an unregistered type keeps the load on one thread, and it still loads")
@@ -273,6 +271,25 @@ struct ParallelLoadingTests {
             #expect(tracker.liveCount == 110)
         }
         #expect(tracker.liveCount == 0)
+    }
+
+    @Test(
+        "a damaged file large enough for workers reports, through the public API, what one thread reports",
+        arguments: [PersistenceFormat.json, .binaryPropertyList])
+    func publicAPIError(format: PersistenceFormat) throws {
+        let source = ModelContext()
+        let authors = makeBlog(authors: 300, postsPerAuthor: 9, in: source)
+        // The last author's name becomes a number: decoding it fails after every header was read.
+        let last = try #require(authors.last)
+        let json = try String(decoding: source.data(format: .json), as: UTF8.self)
+            .replacingOccurrences(of: #""name":"\#(last.name)""#, with: #""name":7"#)
+        let data = try format == .json ? Data(json.utf8) : convert(Data(json.utf8), to: format)
+        let context = ModelContext()
+        let error = try #require(throws: SerializationError.self) { try context.load(data) }
+        let serial = try #require(throws: SerializationError.self) { try load(data, into: ModelContext(), workers: 1) }
+        #expect(error.description == serial.description)
+        #expect(error.code == .typeMismatch && error.path == "properties.name")
+        #expect(context.isEmpty)
     }
 
     @Test("a file large enough for workers loads through the public API like a small one", arguments: PersistenceFormat.allCases)

@@ -12,7 +12,8 @@ import Foundation
 // Streaming only covers input that loads cleanly into an empty context. Anything else (an error,
 // a pointer to a model the data lacks, a model whose name disagrees with a pointer to it) makes
 // it throw, having changed nothing, and the caller loads again with the general loader, which
-// reports errors exactly and handles every case. A bad file therefore costs up to two attempts.
+// reports errors exactly and handles every case. A bad file therefore costs up to two attempts
+// (a large one, loaded by workers instead of streaming, one).
 
 /// Thrown by a streaming loader for input it leaves to the general loader.
 struct StreamingUnavailable: Error {}

@@ -128,13 +128,19 @@ extension ModelContext {
     /// - Complexity: O(n) in the size of `data`.
     public func load(_ data: Data, options: DeserializationOptions = DeserializationOptions()) throws {
         if isEmpty {
-            // Loading at launch: one pass over the input when it loads cleanly (a large input is
-            // loaded with workers instead, by a general loader). On anything else that pass
-            // throws, having changed nothing, and the general loader below runs.
+            // Loading at launch: one pass over the input when it loads cleanly. On anything else
+            // that pass throws, having changed nothing, and the general loader below runs. A large
+            // input makes the loader a general one that fills models on workers: its errors are
+            // final, and loading again would only repeat them.
+            var first: GraphLoader?
             do {
                 return try withModelSource(for: data) { source in
-                    try GraphLoader(context: self, options: options, source: source, streaming: true).loadAll()
+                    let loader = GraphLoader(context: self, options: options, source: source, streaming: true)
+                    first = loader
+                    try loader.loadAll()
                 }
+            } catch  where first?.isStreaming == false {
+                throw error
             } catch {}
         }
         try withModelSource(for: data) { source in
