@@ -1,5 +1,3 @@
-import ModelKitShims
-
 /// A context's models by id, without retaining them: open addressing with linear probing over
 /// one flat array, hashed as ``ModelIDTable`` is.
 ///
@@ -75,7 +73,7 @@ struct ModelIdentityMap {
 
     /// Starts bringing in the first slot where `id` goes, ahead of its ``insert(_:for:)``.
     @inline(__always) func prefetch(_ id: ModelID) {
-        slots.withUnsafeBufferPointer { modelkit_prefetch_for_writing($0.baseAddress! + home(of: id)) }
+        ModelIDHashing.prefetch(id, in: slots, shift: shift)
     }
 
     /// Adds `model` under `id`, without retaining it even for a moment (assigning through the

@@ -51,12 +51,9 @@ struct ModelIDTable {
         ModelIDHashing.position(of: id, in: slots, shift: shift)
     }
 
-    /// Starts bringing in the first slot where `id` goes, ahead of a write to it (see
-    /// ``ModelIdentityMap/prefetch(_:)``).
+    /// Starts bringing in the first slot where `id` goes, ahead of a write to it.
     @inline(__always) func prefetch(_ id: ModelID) {
-        slots.withUnsafeBufferPointer {
-            modelkit_prefetch_for_writing($0.baseAddress! + ModelIDHashing.home(of: id, shift: shift, mask: $0.count - 1))
-        }
+        ModelIDHashing.prefetch(id, in: slots, shift: shift)
     }
 
     /// The slot of `id`, if the table has it.
@@ -142,6 +139,15 @@ enum ModelIDHashing {
             var position = home(of: id, shift: shift, mask: mask)
             while slots[position].isOccupied, slots[position].id != id { position = (position + 1) & mask }
             return position
+        }
+    }
+
+    /// Asks the processor for the first slot to try for `id` in `slots`, without waiting for it:
+    /// called a few ids ahead of a run of inserts into a table far larger than the cache, their
+    /// memory reads overlap instead of coming one after another.
+    @inline(__always) static func prefetch<Slot: ModelIDSlot>(_ id: ModelID, in slots: [Slot], shift: Int) {
+        slots.withUnsafeBufferPointer {
+            modelkit_prefetch_for_writing($0.baseAddress! + home(of: id, shift: shift, mask: $0.count - 1))
         }
     }
 

@@ -29,8 +29,8 @@ final class DirectPlan: @unchecked Sendable {
     /// The fields' keys, in the order the initializer asks for them, which is the order the
     /// writer writes them.
     let keys: [String]
-    /// The fields as the fills read them, in the same order: plain values, so that reading one copies (and retains)
-    /// nothing. Each key, as JSON text (`"key":`), is a run of ``jsonKeys``.
+    /// The fields as the fills read them, in the same order: plain values, so that reading one
+    /// copies (and retains) nothing. Each key, as JSON text (`"key":`), is a run of ``jsonKeys``.
     let plainFields: [PlainField]
     let jsonKeys: [UInt8]
     /// The reference of each field that holds one.
