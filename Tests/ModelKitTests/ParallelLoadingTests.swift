@@ -169,7 +169,7 @@ struct ParallelLoadingTests {
         ]
         for (name, data) in inputs {
             for format in PersistenceFormat.allCases {
-                let converted = try format == .json ? data : convert(data, to: format)
+                let converted = try converting(data, to: format)
                 let serialContext = ModelContext()
                 let serial = try #require(throws: SerializationError.self, "\(name)") {
                     try load(converted, into: serialContext, workers: 1)
@@ -193,13 +193,6 @@ struct ParallelLoadingTests {
     func withoutDates(_ snapshot: [String: String]) throws -> [String: String] {
         let dates = try Regex(#""(createdAt|updatedAt)":\{[^}]*\}"#)
         return snapshot.mapValues { $0.replacing(dates, with: "") }
-    }
-
-    /// `data` (JSON) as a property list in `format`, with nulls as ModelKit writes them there.
-    func convert(_ data: Data, to format: PersistenceFormat) throws -> Data {
-        try PropertyListSerialization.data(
-            fromPropertyList: ModelValue(json: data).propertyListObject, format: format == .xmlPropertyList ? .xml : .binary,
-            options: 0)
     }
 
     @Test("a model of an unregistered type keeps the load on one thread, and it still loads")
@@ -283,7 +276,7 @@ struct ParallelLoadingTests {
         let last = try #require(authors.last)
         let json = try String(decoding: source.data(format: .json), as: UTF8.self)
             .replacingOccurrences(of: #""name":"\#(last.name)""#, with: #""name":7"#)
-        let data = try format == .json ? Data(json.utf8) : convert(Data(json.utf8), to: format)
+        let data = try converting(Data(json.utf8), to: format)
         let context = ModelContext()
         let error = try #require(throws: SerializationError.self) { try context.load(data) }
         let serial = try #require(throws: SerializationError.self) { try load(data, into: ModelContext(), workers: 1) }

@@ -135,11 +135,7 @@ struct PersistenceErrorTests {
         _ = Everything.instance(in: source)
         var text = String(decoding: try source.data(format: .json), as: UTF8.self)
         text = text.replacingOccurrences(of: #""uint8":0"#, with: #""uint8":-1"#)
-        var data = Data(text.utf8)
-        if format == .binaryPropertyList {
-            data = try PropertyListSerialization.data(
-                fromPropertyList: try ModelValue(json: data).propertyListObject, format: .binary, options: 0)
-        }
+        let data = try converting(Data(text.utf8), to: format)
         #expect(loadError(data, into: target)?.code == .numberOutOfRange)
         #expect(try snapshot(target) == before)
         #expect(target.model(Author.self, modelId: authors[0].modelId)?.name == "Author 0")

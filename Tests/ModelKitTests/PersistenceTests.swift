@@ -10,6 +10,15 @@ func withTemporaryDirectory<Result>(_ body: (URL) throws -> Result) throws -> Re
     return try body(directory)
 }
 
+/// ModelKit JSON as the bytes of a file in `format` (JSON as it is), with nulls as ModelKit writes
+/// them in property lists: for damaging a file as text, then loading it in every format.
+func converting(_ json: Data, to format: PersistenceFormat) throws -> Data {
+    guard format != .json else { return json }
+    return try PropertyListSerialization.data(
+        fromPropertyList: ModelValue(json: json).propertyListObject, format: format == .xmlPropertyList ? .xml : .binary,
+        options: 0)
+}
+
 /// Everything that identifies a context's contents: ids, types, object ids, dates, and the
 /// properties in the tree form (references as ids).
 func snapshot(_ context: ModelContext) throws -> [String: String] {
