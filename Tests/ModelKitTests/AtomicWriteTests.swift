@@ -117,4 +117,75 @@ struct AtomicWriteTests {
             #expect(reloaded.model(Note.self, modelId: note.modelId)?.text == "first")
         }
     }
+
+    /// A context whose file is several megabytes: the writer hands most of it to the file on
+    /// another thread, one chunk at a time.
+    static func largeContext(notes: Int) -> ModelContext {
+        let context = ModelContext()
+        let text = String(repeating: "Ünïcode and ascii, ", count: 40)
+        for number in 0..<notes {
+            let note = Note.instance(in: context)
+            note.text = "\(number) \(text)"
+            note.count = number
+        }
+        return context
+    }
+
+    @Test("a file of many chunks is written whole, byte for byte as in memory", arguments: PersistenceFormat.allCases)
+    func manyChunks(format: PersistenceFormat) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("graph")
+            let context = Self.largeContext(notes: 6_000)
+            try context.write(to: url, format: format)
+            let written = try Data(contentsOf: url)
+            #expect(written.count > 4 << 20)
+            #expect(written == (try context.data(format: format)))
+            let reloaded = ModelContext()
+            try reloaded.load(from: url)
+            let notes = reloaded.models(of: Note.self)
+            #expect(notes.count == 6_000)
+            #expect(notes.map(\.count) == Array(0..<6_000))
+        }
+    }
+
+    @Test("a write that fails after chunks reached the file leaves the previous file and no temporary file")
+    func failedWriteAfterChunks() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("graph.bplist")
+            let previous = ModelContext()
+            Note.instance(in: previous).text = "previous"
+            try previous.write(to: url, format: .binaryPropertyList)
+            let before = try Data(contentsOf: url)
+            // Notes are written before tripwires (types go by name), so megabytes are on their
+            // way to the file when the tripwire fails.
+            let context = Self.largeContext(notes: 6_000)
+            let tripwire = WriteTripwire.instance(in: context)
+            tripwire.armed = true
+            #expect(throws: SerializationError.self) { try context.write(to: url, format: .binaryPropertyList) }
+            #expect(try Data(contentsOf: url) == before)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["graph.bplist"])
+            tripwire.armed = false
+            try context.write(to: url, format: .binaryPropertyList)
+            let reloaded = ModelContext()
+            try reloaded.load(from: url)
+            #expect(reloaded.models(of: Note.self).count == 6_000)
+            #expect(reloaded.models(of: WriteTripwire.self).count == 1)
+        }
+    }
+}
+
+/// A model whose properties fail to encode while `armed`.
+final class WriteTripwire: Model {
+    struct Properties: Codable {
+        var armed = false
+
+        func encode(to encoder: any Encoder) throws {
+            if armed {
+                throw EncodingError.invalidValue(armed, .init(codingPath: encoder.codingPath, debugDescription: "armed"))
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(armed, forKey: .armed)
+        }
+    }
+    let storage = ModelStorage(Properties())
 }

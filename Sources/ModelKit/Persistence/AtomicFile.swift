@@ -21,15 +21,17 @@ enum AtomicFile {
             directory + "/." + name + ".modelkit-\(Posix.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let descriptor = try Posix.openExclusive(temporary)
         var open = true
+        let buffer = OutputBuffer(descriptor: descriptor)
         do {
-            let buffer = OutputBuffer(descriptor: descriptor)
             try body(buffer)
-            try buffer.flush()
+            try buffer.finishWriting()
             try Posix.sync(descriptor)
             Posix.closeDescriptor(descriptor)
             open = false
             try Posix.renameItem(temporary, target.path)
         } catch {
+            // A chunk may still be on its way to the descriptor: never close it under the write.
+            buffer.abandonWriting()
             if open { Posix.closeDescriptor(descriptor) }
             Posix.unlinkItem(temporary)
             throw error

@@ -72,7 +72,7 @@ final class GraphStreamWriter {
         sink.endArray()
         sink.endObject()
         try sink.finish()
-        try sink.buffer.flush()
+        // The buffer's owner writes what is left (`AtomicFile` on this thread; memory keeps it).
         return queueBase + queue.count
     }
 

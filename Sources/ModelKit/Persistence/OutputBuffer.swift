@@ -1,12 +1,12 @@
 import Foundation
-import ModelKitShims
 
 /// A growable byte buffer that writers append to, handed to a file descriptor in chunks.
 ///
-/// Writing to a file keeps at most about ``chunkSize`` bytes (plus one model's output) in memory:
-/// the writers call ``flushIfNeeded()`` between models, never inside one, so everything written
-/// since the current model began is still in the buffer. Writing to memory keeps everything and
-/// hands the bytes over as `Data` without a copy.
+/// Writing to a file keeps at most about two ``chunkSize`` chunks (plus one model's output) in
+/// memory: the one being filled and the one being written on another thread
+/// (``BackgroundFileWrites``). The writers call ``flushIfNeeded()`` between models, never inside
+/// one, so everything written since the current model began is still in the buffer. Writing to
+/// memory keeps everything and hands the bytes over as `Data` without a copy.
 final class OutputBuffer {
     /// Output is handed to the file once this much has accumulated.
     static let chunkSize = 1 << 20
@@ -20,6 +20,9 @@ final class OutputBuffer {
     /// Bytes already handed to the file.
     private(set) var flushed = 0
     private let descriptor: Int32?
+    /// Full chunks on their way to the file: made at the first chunk, so a small file is written
+    /// on the calling thread alone.
+    private var writes: BackgroundFileWrites?
 
     /// Creates a buffer that writes to `descriptor`, or keeps everything when it is `nil`.
     init(descriptor: Int32?) {
@@ -86,18 +89,42 @@ final class OutputBuffer {
 
     /// Hands the buffered bytes to the file when enough have accumulated. Call it only between
     /// models (see the type's discussion).
+    ///
+    /// - Throws: The error of an earlier chunk's write.
     @inline(__always) func flushIfNeeded() throws {
         if descriptor != nil, count >= Self.chunkSize { try flush() }
     }
 
-    /// Hands all buffered bytes to the file.
+    /// Hands all buffered bytes to the file, to be written on another thread.
+    ///
+    /// - Throws: The error of an earlier chunk's write.
     func flush() throws {
         guard let descriptor, count > 0 else { return }
-        try Posix.writeAll(descriptor, base, count)
-        // Best effort: the closing fsync writes whatever this did not.
-        _ = modelkit_start_writeback(descriptor, Int64(flushed), Int64(count))
+        let writes = self.writes ?? BackgroundFileWrites(descriptor: descriptor)
+        self.writes = writes
+        let next = try writes.submit(.init(base: base, capacity: capacity), count: count, offset: flushed)
+        base = next.base
+        capacity = next.capacity
         flushed += count
         count = 0
+    }
+
+    /// Writes every byte to the file and returns when all are written (not yet synced to disk).
+    ///
+    /// - Throws: The error of any write.
+    func finishWriting() throws {
+        try writes?.finish()
+        guard let descriptor, count > 0 else { return }
+        // The last chunk is written here: nothing is left to overlap it with.
+        try Posix.writeAll(descriptor, base, count)
+        flushed += count
+        count = 0
+    }
+
+    /// Waits for any write in flight, ignoring its error: before the file is closed after a
+    /// failure.
+    func abandonWriting() {
+        writes?.abandon()
     }
 
     /// The bytes written, for a buffer without a file. The buffer is empty afterwards.
