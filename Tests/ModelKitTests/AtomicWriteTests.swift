@@ -118,11 +118,11 @@ struct AtomicWriteTests {
         }
     }
 
-    /// A context whose file is several megabytes: the writer hands most of it to the file on
-    /// another thread, one chunk at a time.
+    /// A context whose file is over ten megabytes in every format: the writer hands its first
+    /// chunks to the file on the calling thread and the rest on another thread.
     static func largeContext(notes: Int) -> ModelContext {
         let context = ModelContext()
-        let text = String(repeating: "Ünïcode and ascii, ", count: 40)
+        let text = String(repeating: "Ünïcode and ascii, ", count: 90)
         for number in 0..<notes {
             let note = Note.instance(in: context)
             note.text = "\(number) \(text)"
@@ -138,7 +138,7 @@ struct AtomicWriteTests {
             let context = Self.largeContext(notes: 6_000)
             try context.write(to: url, format: format)
             let written = try Data(contentsOf: url)
-            #expect(written.count > 4 << 20)
+            #expect(written.count > 10 << 20)
             #expect(written == (try context.data(format: format)))
             let reloaded = ModelContext()
             try reloaded.load(from: url)
