@@ -20,88 +20,83 @@ struct OutputBufferTests {
         }
     }
 
-    @Test("a file's first chunks are written on the calling thread, the rest on another, all in order")
-    func mixedChunks() throws {
+    /// Appends `pieces` to a buffer over a new file, handing chunks over between appends as the
+    /// writers do, then finishes; returns the file's bytes and the buffer's final position.
+    static func write(_ pieces: [[UInt8]], chunksHere: Int) throws -> (file: Data, position: Int) {
         try withTemporaryDirectory { directory in
-            let path = directory.appendingPathComponent("mixed").path
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            let url = directory.appendingPathComponent("chunks")
+            let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             try #require(descriptor >= 0)
             defer { close(descriptor) }
-            let buffer = OutputBuffer(descriptor: descriptor, chunksHere: 2)
-            var expected: [UInt8] = []
-            for chunk in 0..<6 {
-                let bytes = [UInt8](repeating: UInt8(chunk), count: OutputBuffer.chunkSize + chunk)
-                buffer.append(bytes)
-                expected += bytes
+            let buffer = OutputBuffer(descriptor: descriptor, chunksHere: chunksHere)
+            for piece in pieces {
+                buffer.append(piece)
                 try buffer.flushIfNeeded()
             }
-            buffer.append([9, 9, 9])
-            expected += [9, 9, 9]
             try buffer.finishWriting()
-            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(expected))
+            return (try Data(contentsOf: url), buffer.position)
         }
     }
 
-    @Test("chunks written on another thread reach the file whole and in order")
-    func chunksInOrder() throws {
-        try withTemporaryDirectory { directory in
-            let path = directory.appendingPathComponent("chunks").path
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            try #require(descriptor >= 0)
-            defer { close(descriptor) }
-            // Every chunk goes to the other thread.
-            let buffer = OutputBuffer(descriptor: descriptor, chunksHere: 0)
-            var expected: [UInt8] = []
-            for chunk in 0..<5 {
-                // Chunks of different sizes, one larger than the buffer's initial capacity.
-                let bytes = (0..<(chunk == 3 ? 3 << 20 : 700_000 + chunk)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ chunk) }
-                buffer.append(bytes)
-                expected += bytes
-                try buffer.flushIfNeeded()
-            }
-            try buffer.finishWriting()
-            #expect(buffer.position == expected.count)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(expected))
+    @Test(
+        "chunks reach the file whole and in order, written on the calling thread, on another, or both",
+        arguments: [0, 2, OutputBuffer.chunksOnCallingThread])
+    func chunksInOrder(chunksHere: Int) throws {
+        // Pieces under a chunk, of a chunk and a few bytes, one larger than the buffer's initial
+        // capacity, and a short tail that only finishing writes.
+        var pieces: [[UInt8]] = []
+        for number in 0..<8 {
+            let count = number == 3 ? 3 << 20 : (number.isMultiple(of: 2) ? 700_000 : OutputBuffer.chunkSize) + number
+            pieces.append((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ number) })
         }
+        pieces.append([9, 9, 9])
+        let expected = pieces.flatMap { $0 }
+        let (file, position) = try Self.write(pieces, chunksHere: chunksHere)
+        #expect(position == expected.count)
+        #expect(file == Data(expected))
     }
 
     #if os(Linux)
-        @Test("a chunk that fails to reach the file is reported, not lost")
-        func failedChunk() throws {
-            // Every write to /dev/full fails with ENOSPC.
+        /// Calls `body` with a buffer over `/dev/full`, where every write fails with ENOSPC.
+        static func withFullDevice(chunksHere: Int = OutputBuffer.chunksOnCallingThread, _ body: (OutputBuffer) throws -> Void)
+            throws
+        {
             let descriptor = open("/dev/full", O_WRONLY)
             try #require(descriptor >= 0)
             defer { close(descriptor) }
-            let buffer = OutputBuffer(descriptor: descriptor, chunksHere: 0)
-            let error = #expect(throws: CocoaError.self) {
-                try Self.fill(buffer, megabytes: 4)
-                try buffer.finishWriting()
+            let buffer = OutputBuffer(descriptor: descriptor, chunksHere: chunksHere)
+            // Nothing may still be writing to the descriptor when it is closed.
+            defer { buffer.abandonWriting() }
+            try body(buffer)
+        }
+
+        @Test("a chunk that fails to reach the file on another thread is reported, not lost")
+        func failedChunk() throws {
+            try Self.withFullDevice(chunksHere: 0) { buffer in
+                let error = #expect(throws: CocoaError.self) {
+                    try Self.fill(buffer, megabytes: 4)
+                    try buffer.finishWriting()
+                }
+                #expect(error?.localizedDescription.contains("write failed") == true)
             }
-            #expect(error?.localizedDescription.contains("write failed") == true)
-            buffer.abandonWriting()
         }
 
         @Test("a chunk written on the calling thread that fails is reported at once")
         func failedChunkHere() throws {
-            let descriptor = open("/dev/full", O_WRONLY)
-            try #require(descriptor >= 0)
-            defer { close(descriptor) }
-            let buffer = OutputBuffer(descriptor: descriptor)
-            let bytes = [UInt8](repeating: 3, count: OutputBuffer.chunkSize)
-            buffer.append(bytes)
-            #expect(throws: CocoaError.self) { try buffer.flushIfNeeded() }
+            try Self.withFullDevice { buffer in
+                buffer.append([UInt8](repeating: 3, count: OutputBuffer.chunkSize))
+                #expect(throws: CocoaError.self) { try buffer.flushIfNeeded() }
+            }
         }
 
         @Test("a last chunk that fails to reach the file is reported by finishing")
         func failedLastChunk() throws {
-            let descriptor = open("/dev/full", O_WRONLY)
-            try #require(descriptor >= 0)
-            defer { close(descriptor) }
-            let buffer = OutputBuffer(descriptor: descriptor)
-            // Under one chunk: nothing is handed over before the end.
-            buffer.append([UInt8](repeating: 1, count: 1000))
-            try buffer.flushIfNeeded()
-            #expect(throws: CocoaError.self) { try buffer.finishWriting() }
+            try Self.withFullDevice { buffer in
+                // Under one chunk: nothing is handed over before the end.
+                buffer.append([UInt8](repeating: 1, count: 1000))
+                try buffer.flushIfNeeded()
+                #expect(throws: CocoaError.self) { try buffer.finishWriting() }
+            }
         }
     #endif
 }
