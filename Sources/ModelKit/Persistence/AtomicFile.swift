@@ -6,7 +6,7 @@ import Foundation
 /// rename cannot turn into a copy), which is flushed to disk with `fsync` and then renamed over
 /// the target; the directory is synced so the rename itself survives a power loss. `rename` is
 /// atomic: a reader, or a process killed at any moment, sees either the old file or the new one,
-/// never a mix.
+/// never a mix. The file replaced is released (its blocks freed) on another thread afterwards.
 ///
 /// Temporary files are named `.<target>.modelkit-<pid>-<random>.tmp`. A writer that is killed
 /// leaves its temporary file behind; the next write to the same target deletes those whose
@@ -28,7 +28,7 @@ enum AtomicFile {
             try Posix.sync(descriptor)
             Posix.closeDescriptor(descriptor)
             open = false
-            try Posix.renameItem(temporary, target.path)
+            try replace(target.path, with: temporary)
         } catch {
             // A chunk may still be on its way to the descriptor: never close it under the write.
             buffer.abandonWriting()
@@ -37,6 +37,37 @@ enum AtomicFile {
             throw error
         }
         Posix.syncDirectory(directory)
+    }
+
+    /// Renames `temporary` over `target`, leaving the release of the file it replaces to
+    /// another thread.
+    ///
+    /// Why: the last close of a replaced file frees its blocks and drops its cached pages, which
+    /// took 19 ms for a 48 MB file and 0.1 s for a 478 MB one, inside `rename`. Holding the old
+    /// file open across the rename moves that work to the background close; the rename itself
+    /// stays atomic, and the new file is durable before this returns either way.
+    private static func replace(_ target: String, with temporary: String) throws {
+        let replaced = Posix.openForReading(target)
+        do {
+            try Posix.renameItem(temporary, target)
+        } catch {
+            if let replaced { Posix.closeDescriptor(replaced) }
+            throw error
+        }
+        guard let replaced else { return }
+        releases.enter()
+        DispatchQueue.global(qos: .utility).async {
+            Posix.closeDescriptor(replaced)
+            releases.leave()
+        }
+    }
+
+    /// Replaced files still being released.
+    private static let releases = DispatchGroup()
+
+    /// Waits until every file replaced so far is released (for tests).
+    static func waitForReleases() {
+        releases.wait()
     }
 
     /// The prefix of temporary files for `name`.

@@ -31,6 +31,12 @@ enum Posix {
         return descriptor
     }
 
+    /// Opens `path` for reading; `nil` when it cannot be opened (it does not exist, say).
+    static func openForReading(_ path: String) -> Int32? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        return descriptor >= 0 ? descriptor : nil
+    }
+
     static func sync(_ descriptor: Int32) throws {
         while fsync(descriptor) != 0 {
             if errno != EINTR { throw error("fsync") }
