@@ -3,6 +3,12 @@ import Testing
 
 @testable import ModelKit
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 @Suite("File replacement")
 struct FileReplacementTests {
     @Test("a replaced file is released on another thread, and no descriptor stays open")
@@ -41,6 +47,38 @@ struct FileReplacementTests {
             #expect(throws: CocoaError.self) { try context.write(to: url) }
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["graph.json"])
             #expect(try FileManager.default.contentsOfDirectory(atPath: url.path) == ["inside"])
+        }
+    }
+
+    @Test("a write over a named pipe replaces it without waiting for a writer", .timeLimit(.minutes(1)))
+    func writeOverPipe() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("graph.json")
+            try #require(mkfifo(url.path, 0o644) == 0)
+            let context = ModelContext()
+            Note.instance(in: context).text = "over a pipe"
+            try context.write(to: url)
+            let reloaded = ModelContext()
+            try reloaded.load(from: url)
+            #expect(reloaded.models(of: Note.self).map(\.text) == ["over a pipe"])
+        }
+    }
+
+    @Test("a write over a symbolic link replaces the link and leaves the file it pointed to")
+    func writeOverLink() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("graph.json")
+            let elsewhere = directory.appendingPathComponent("elsewhere.txt")
+            try Data("untouched".utf8).write(to: elsewhere)
+            try FileManager.default.createSymbolicLink(at: url, withDestinationURL: elsewhere)
+            let context = ModelContext()
+            Note.instance(in: context).text = "new"
+            try context.write(to: url)
+            #expect(try Data(contentsOf: elsewhere) == Data("untouched".utf8))
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) == nil)
+            let reloaded = ModelContext()
+            try reloaded.load(from: url)
+            #expect(reloaded.models(of: Note.self).map(\.text) == ["new"])
         }
     }
 }

@@ -47,7 +47,7 @@ enum AtomicFile {
     /// file open across the rename moves that work to the background close; the rename itself
     /// stays atomic, and the new file is durable before this returns either way.
     private static func replace(_ target: String, with temporary: String) throws {
-        let replaced = Posix.openForReading(target)
+        let replaced = Posix.openRegularFile(target)
         do {
             try Posix.renameItem(temporary, target)
         } catch {

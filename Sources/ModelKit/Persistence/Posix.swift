@@ -31,10 +31,21 @@ enum Posix {
         return descriptor
     }
 
-    /// Opens `path` for reading; `nil` when it cannot be opened (it does not exist, say).
-    static func openForReading(_ path: String) -> Int32? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        return descriptor >= 0 ? descriptor : nil
+    /// Opens the regular file at `path` for reading; `nil` when there is none (nothing there, a
+    /// symbolic link, a directory, a pipe or a device) or it cannot be opened.
+    ///
+    /// Never blocks and has no side effects: a pipe would block an ordinary open until a writer
+    /// came, and opening a device can act on it, so the open does not block, does not follow a
+    /// link, and anything but a regular file is closed at once.
+    static func openRegularFile(_ path: String) -> Int32? {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
     }
 
     static func sync(_ descriptor: Int32) throws {
