@@ -142,6 +142,10 @@ enum ModelIDHashing {
         }
     }
 
+    /// How many ids ahead of a run of inserts their slots are prefetched: far enough for a few
+    /// memory reads to overlap, near enough that the lines are still in the cache when used.
+    static let prefetchDistance = 8
+
     /// Asks the processor for the first slot to try for `id` in `slots`, without waiting for it:
     /// called a few ids ahead of a run of inserts into a table far larger than the cache, their
     /// memory reads overlap instead of coming one after another.

@@ -86,7 +86,8 @@ extension GraphLoader {
         }
         for index in 0..<count {
             // Keeping writes the id's slot: a few ids ahead, those reads overlap.
-            if index + 8 < count { positions.prefetch(headers[index + 8].id) }
+            let ahead = index + ModelIDHashing.prefetchDistance
+            if ahead < count { positions.prefetch(headers[ahead].id) }
             if let type = types[index], let model = made[index] { keep(type, model, at: index) }
         }
         return true

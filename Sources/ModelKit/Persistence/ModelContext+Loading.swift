@@ -35,9 +35,6 @@ extension ModelContext {
 
         var count: Int { models.count }
 
-        /// How many ids ahead registering brings in their slots.
-        private static var prefetchDistance: Int { 8 }
-
         func append(_ model: consuming M, id: ModelID, objectId: String?) {
             models.append(model)
             ids.append(id)
@@ -57,9 +54,8 @@ extension ModelContext {
             models.withUnsafeBufferPointer { models in
                 for position in models.indices {
                     // The map's slots are far apart: a few ids ahead, their reads overlap.
-                    if position + Self.prefetchDistance < models.count {
-                        registry.models.prefetch(ids[position + Self.prefetchDistance])
-                    }
+                    let ahead = position + ModelIDHashing.prefetchDistance
+                    if ahead < models.count { registry.models.prefetch(ids[ahead]) }
                     let id = ids[position]
                     let objectKey = objectIds[position].map { ObjectKey(type: type, objectId: $0) }
                     if (checkIds && registry.models[id] != nil) || objectKey.map({ registry.objectIds[$0] != nil }) == true {
