@@ -4,7 +4,7 @@ import Observation
 import Testing
 
 @Suite("Changes")
-struct ChangeTests {
+@MainActor struct ChangeTests {
     @Test("properties holds every persisted property by name, references as pointers")
     func propertiesDictionary() throws {
         try inFreshContext { _ in
@@ -163,7 +163,7 @@ struct ChangeTests {
 }
 
 @Suite("Batches")
-struct BatchTests {
+@MainActor struct BatchTests {
     @Test("endChanges without beginChanges throws and leaves the model as it was")
     func unbalancedEnd() {
         inFreshContext { _ in
@@ -223,7 +223,7 @@ final class Recorder: @unchecked Sendable {
 }
 
 @Suite("Changes and loading")
-struct ChangeLoadingTests {
+@MainActor struct ChangeLoadingTests {
     @Test("Reloading a model in place tells its observers and the Observation framework")
     func reloadIsReported() throws {
         try inFreshContext { context in

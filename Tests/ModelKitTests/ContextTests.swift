@@ -4,7 +4,7 @@ import ModelKitTestSupport
 import Testing
 
 @Suite("Contexts")
-struct ContextTests {
+@MainActor struct ContextTests {
     @Test("instance(objectId:) returns the instance already in the context")
     func identityByObjectId() {
         inFreshContext { context in
@@ -129,55 +129,35 @@ struct ContextTests {
         #expect(outer.count == 0)
     }
 
-    @Test("Tasks working in their own contexts never see each other's models")
-    func scopedAsync() async {
-        let contexts = (0..<8).map { _ in ModelContext() }
+    @Test("Actors working in their own contexts never see each other's models")
+    func actorsKeepTheirOwnModels() async {
+        let workers = (0..<8).map { _ in NoteWorker() }
         await withTaskGroup(of: Void.self) { group in
-            for (index, context) in contexts.enumerated() {
-                group.addTask {
-                    await ModelContext.withCurrent(context) {
-                        for item in 0..<500 {
-                            let note = Note.instance(objectId: "\(item)")
-                            note.count = index
-                            await Task.yield()
-                        }
-                    }
-                }
+            for (index, worker) in workers.enumerated() {
+                group.addTask { await worker.makeNotes(count: 500, value: index) }
             }
         }
-        for (index, context) in contexts.enumerated() {
-            #expect(context.count == 500)
-            #expect(context.models(of: Note.self).allSatisfy { $0.count == index })
+        for (index, worker) in workers.enumerated() {
+            #expect(await worker.count() == 500)
+            #expect(await worker.allValues() == [index])
         }
     }
 
-    @Test("One context used from many threads at once neither crashes nor loses a model")
-    func concurrentUse() async {
-        let context = ModelContext()
+    @Test("Many tasks asking one actor for the same object ids get one model per id")
+    func oneInstancePerIdAcrossCallers() async {
+        let worker = NoteWorker()
         let ids = (0..<200).map { "shared-\($0)" }
-        let results = await withTaskGroup(of: [ObjectIdentifier].self) { group in
-            for worker in 0..<8 {
-                group.addTask {
-                    var seen: [ObjectIdentifier] = []
-                    for id in ids {
-                        seen.append(ObjectIdentifier(Note.instance(objectId: id, in: context)))
-                        let own = Note.instance(in: context)
-                        own.text = "\(worker)"
-                        if own.modelId.hashValue % 3 == 0 { own.removeFromContext() }
-                    }
-                    return seen
-                }
+        let results = await withTaskGroup(of: [ModelID].self) { group in
+            for _ in 0..<8 {
+                group.addTask { await worker.modelIds(forObjectIds: ids) }
             }
-            var all: [[ObjectIdentifier]] = []
+            var all: [[ModelID]] = []
             for await result in group { all.append(result) }
             return all
         }
-        // Every worker got the same instance for each shared id.
         for result in results { #expect(result == results[0]) }
-        for id in ids { #expect(context.model(Note.self, objectId: id) != nil) }
-        let owned = context.models(of: Note.self).filter { $0.objectId == nil }
-        #expect(owned.allSatisfy { $0.modelId.hashValue % 3 != 0 })
-        #expect(context.count == ids.count + owned.count)
+        #expect(Set(results[0]).count == ids.count)
+        #expect(await worker.count() == ids.count)
     }
 
     @Test("a context keeps its models alive exactly while it holds them, whether inserted or loaded")
@@ -230,7 +210,7 @@ struct ContextTests {
 /// These tests change the process-wide stack, so they run one at a time; every other test works
 /// in a task-local context and is unaffected.
 @Suite("Context stack", .serialized)
-struct ContextStackTests {
+@MainActor struct ContextStackTests {
     @Test("push makes a new current context and pop releases it with its models")
     func pushPop() {
         let tracker = LifetimeTracker()
@@ -309,7 +289,7 @@ struct ContextStackTests {
 }
 
 @Suite("Models by type")
-struct ModelsByTypeTests {
+@MainActor struct ModelsByTypeTests {
     @Test("models(of:) stays exact through random inserts, removes, moves and clears")
     func randomOperations() {
         var random = SplitMix64(seed: 99)
@@ -346,4 +326,24 @@ struct ModelsByTypeTests {
         }
         #expect(context.models(of: Author.self).isEmpty)
     }
+}
+
+/// A background domain with a context of its own, as the docs' `ModelActor` pattern has it.
+actor NoteWorker: ModelActor {
+    let modelContext = ModelContext()
+
+    func makeNotes(count: Int, value: Int) async {
+        for item in 0..<count {
+            Note.instance(objectId: "\(item)", in: modelContext).count = value
+            if item % 100 == 0 { await Task.yield() }
+        }
+    }
+
+    func modelIds(forObjectIds objectIds: [String]) -> [ModelID] {
+        objectIds.map { Note.instance(objectId: $0, in: modelContext).modelId }
+    }
+
+    func count() -> Int { modelContext.count }
+
+    func allValues() -> Set<Int> { Set(modelContext.models(of: Note.self).map(\.count)) }
 }

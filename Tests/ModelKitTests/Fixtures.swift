@@ -162,7 +162,7 @@ final class HasLoop: Model {
 }
 
 /// Runs `body` with a new context as the current one, for this test only.
-func inFreshContext<Result>(_ body: (ModelContext) throws -> Result) rethrows -> Result {
+@MainActor func inFreshContext<Result>(_ body: (ModelContext) throws -> Result) rethrows -> Result {
     let context = ModelContext()
     return try ModelContext.withCurrent(context) { try body(context) }
 }

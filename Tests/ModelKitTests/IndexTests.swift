@@ -57,7 +57,7 @@ private func randomPredicates(_ random: inout SplitMix64) -> (ModelPredicate<Mem
 }
 
 @Suite("Indexes")
-struct IndexTests {
+@MainActor struct IndexTests {
     @Test("Every indexed condition gives the results of a scan, through inserts, writes and removals")
     func randomizedAgainstScan() throws {
         var random = SplitMix64(seed: 7)
@@ -181,7 +181,7 @@ struct IndexTests {
 }
 
 @Suite("Loading and the rest of the context")
-struct LoadingIntegrationTests {
+@MainActor struct LoadingIntegrationTests {
     @Test("Models loaded from a file are listed by type, indexed, queried and counted as inserted")
     func loadedModelsJoinEverything() throws {
         let source = ModelContext()
@@ -204,24 +204,5 @@ struct LoadingIntegrationTests {
         #expect(try Member.query(in: target).where(\.age, .lessThan(100)).count() == 0)
         #expect(try Member.query(in: target).where(\.age, .between(110, 119)).count() == 10)
         token.cancel()
-    }
-}
-
-@Suite("Background queries")
-struct BackgroundQueryTests {
-    @Test("A query runs on a background task and returns the models of the caller's context")
-    func background() async throws {
-        let context = ModelContext()
-        let members = (0..<500).map { index -> Member in
-            let member = Member.instance(in: context)
-            member.age = index % 50
-            return member
-        }
-        let found = try await Member.query(in: context).where(\.age, .lessThan(5)).sorted(by: \.age).resultsInBackground()
-        #expect(found.count == 50)
-        #expect(found.allSatisfy { member in members.contains { $0 === member } })
-        #expect(found.map(\.age) == found.map(\.age).sorted())
-        #expect(try await Member.query(in: context).filter("age = 7").countInBackground() == 10)
-        await #expect(throws: QueryError.self) { try await Member.query(in: context).filter("age >").countInBackground() }
     }
 }

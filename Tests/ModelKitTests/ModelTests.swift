@@ -3,7 +3,7 @@ import ModelKit
 import Testing
 
 @Suite("Models")
-struct ModelTests {
+@MainActor struct ModelTests {
     @Test("A new model has default properties, a fresh id and state new")
     func newModelDefaults() {
         inFreshContext { context in
@@ -136,7 +136,7 @@ struct ModelTests {
 }
 
 @Suite("Model ids")
-struct ModelIDTests {
+@MainActor struct ModelIDTests {
     @Test("The text form round-trips and matches the UUID layout")
     func textRoundTrip() throws {
         let id = Note().modelId

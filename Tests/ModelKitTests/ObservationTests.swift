@@ -4,7 +4,7 @@ import Observation
 import Testing
 
 @Suite("Notifications", .serialized)
-struct NotificationTests {
+@MainActor struct NotificationTests {
     @Test("Each property change posts one notification with the property, old and new value")
     func perPropertyNotifications() {
         inFreshContext { _ in
@@ -112,7 +112,7 @@ extension NotificationTests {
 }
 
 @Suite("Observation")
-struct ObservationTests {
+@MainActor struct ObservationTests {
     @Test("withObservationTracking fires when a property that was read changes")
     func observationTracking() {
         inFreshContext { _ in
@@ -258,7 +258,7 @@ struct ObservationTests {
 }
 
 @Suite("Context changes")
-struct ContextChangeTests {
+@MainActor struct ContextChangeTests {
     @Test("A context knows what was inserted, updated and removed since its reset")
     func contextChanges() {
         let context = ModelContext()
@@ -310,36 +310,21 @@ struct ContextChangeTests {
 }
 
 @Suite("Concurrent changes")
-struct ConcurrentChangeTests {
-    @Test("Tasks changing their own models report to one shared context and its observers")
+@MainActor struct ConcurrentChangeTests {
+    @Test("Tasks changing models through the actor that owns their context report every change once")
     func concurrentWrites() async {
-        let context = ModelContext()
-        let events = Box(0)
-        let lock = NSLock()
-        let token = context.observeChanges { event in
-            if event.kind == .updated { lock.withLock { events.value += 1 } }
-        }
+        let worker = ObservedWorker()
         let ids = await withTaskGroup(of: ModelID.self) { group in
             for task in 0..<8 {
-                group.addTask {
-                    let note = Note.instance(in: context)
-                    let stream = note.changeEvents()
-                    for i in 1...50 { note.count = task * 1000 + i }
-                    _ = stream
-                    let observer = note.observeChanges { model, _ in _ = model.count }
-                    note.text = "done"
-                    observer.cancel()
-                    return note.modelId
-                }
+                group.addTask { await worker.writeNote(base: task * 1000) }
             }
             var ids: [ModelID] = []
             for await id in group { ids.append(id) }
             return ids
         }
         #expect(Set(ids).count == 8)
-        #expect(lock.withLock { events.value } == 8 * 51)
-        #expect(context.changes.inserted.count == 8)
-        token.cancel()
+        #expect(await worker.updateEvents == 8 * 51)
+        #expect(await worker.insertedCount() == 8)
     }
 
     @Test("Tokens and streams can be cancelled from other threads while the model changes")
@@ -370,7 +355,7 @@ struct SendableBox: Sendable {
 }
 
 @Suite("Observation across models")
-struct ObservationScopeTests {
+@MainActor struct ObservationScopeTests {
     @Test("A tracking fires for the model it read, not for other models")
     func trackingIsPerModel() {
         inFreshContext { _ in
@@ -389,4 +374,40 @@ struct ObservationScopeTests {
             #expect(fired.value == 1)
         }
     }
+}
+
+/// An actor whose context is observed: changes made by many callers land in one domain.
+actor ObservedWorker: ModelActor {
+    let modelContext = ModelContext()
+    /// Counted by the context's observer, which runs in this actor's domain.
+    private let updates = Counter()
+    private var token: ObservationToken?
+
+    var updateEvents: Int { updates.value }
+
+    func writeNote(base: Int) async -> ModelID {
+        if token == nil {
+            token = modelContext.observeChanges { [updates] event in
+                if event.kind == .updated { updates.value += 1 }
+            }
+        }
+        let note = Note.instance(in: modelContext)
+        let stream = note.changeEvents()
+        for i in 1...50 {
+            note.count = base + i
+            if i % 10 == 0 { await Task.yield() }
+        }
+        _ = stream
+        let observer = note.observeChanges { model, _ in _ = model.count }
+        note.text = "done"
+        observer.cancel()
+        return note.modelId
+    }
+
+    func insertedCount() -> Int { modelContext.changes.inserted.count }
+}
+
+/// A counter that only one domain touches (not `Sendable`).
+final class Counter {
+    var value = 0
 }

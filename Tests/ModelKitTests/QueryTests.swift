@@ -27,7 +27,7 @@ struct Home: Codable, Equatable {
 }
 
 /// Six people with known values, in a fresh context.
-private func people(_ body: ([Person]) throws -> Void) throws {
+@MainActor private func people(_ body: ([Person]) throws -> Void) throws {
     try inFreshContext { (_) throws in
         let rows: [(String, Int, Double, Bool, String?, [String], String, Double, Double)] = [
             ("Jon", 39, 7.5, true, "jonny", ["swift", "ios"], "Paris", 48.8566, 2.3522),
@@ -61,7 +61,7 @@ private func people(_ body: ([Person]) throws -> Void) throws {
 private func names(_ models: [Person]) -> Set<String> { Set(models.map(\.name)) }
 
 @Suite("Query conditions")
-struct QueryConditionTests {
+@MainActor struct QueryConditionTests {
     @Test("Every comparison condition, by string key and by key path, selects the same people")
     func comparisons() throws {
         try people { (_) throws in
@@ -241,7 +241,7 @@ struct QueryConditionTests {
 }
 
 @Suite("Compound queries, order and windows")
-struct QueryCompoundTests {
+@MainActor struct QueryCompoundTests {
     @Test("AND, OR, NOT and nested groups")
     func compound() throws {
         try people { (_) throws in
@@ -319,7 +319,7 @@ struct QueryCompoundTests {
 }
 
 @Suite("Query language")
-struct QueryLanguageTests {
+@MainActor struct QueryLanguageTests {
     @Test("The issue's example parses and selects like the equivalent typed predicate")
     func example() throws {
         try people { (_) throws in
@@ -413,7 +413,7 @@ struct QueryLanguageTests {
 }
 
 @Suite("Query errors")
-struct QueryErrorTests {
+@MainActor struct QueryErrorTests {
     @Test("An unknown key is a typed error, also in an empty context")
     func unknownKey() {
         inFreshContext { _ in
@@ -474,7 +474,7 @@ struct QueryErrorTests {
 }
 
 @Suite("Query cross-checks")
-struct QueryRandomTests {
+@MainActor struct QueryRandomTests {
     @Test("Random queries by key, by key path and by text agree with a brute-force filter")
     func randomized() throws {
         var random = SplitMix64(seed: 42)
@@ -521,7 +521,7 @@ struct QueryRandomTests {
 }
 
 @Suite("Typed conditions through references")
-struct QueryReferenceTests {
+@MainActor struct QueryReferenceTests {
     @Test("A typed predicate reaches the model a to-one reference leads to")
     func toOne() throws {
         try people { (_) throws in

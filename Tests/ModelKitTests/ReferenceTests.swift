@@ -4,7 +4,7 @@ import ModelKitTestSupport
 import Testing
 
 @Suite("References")
-struct ReferenceTests {
+@MainActor struct ReferenceTests {
     @Test("A to-one reference reads back its target")
     func toOne() {
         inFreshContext { _ in
@@ -215,7 +215,7 @@ struct ReferenceTests {
 }
 
 @Suite("Model arrays while models go away")
-struct ModelArrayIterationTests {
+@MainActor struct ModelArrayIterationTests {
     @Test("Removing a later element's model inside a for-in loop skips it instead of trapping")
     func removeDuringIteration() {
         inFreshContext { _ in
@@ -239,7 +239,7 @@ struct ModelArrayIterationTests {
 }
 
 /// `count` new posts in the current context, titled "0", "1", ….
-private func postsTitledByIndex(_ count: Int) -> [Post] {
+@MainActor private func postsTitledByIndex(_ count: Int) -> [Post] {
     (0..<count).map { index in
         let post = Post.instance()
         post.title = "\(index)"

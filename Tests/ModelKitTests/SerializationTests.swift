@@ -3,7 +3,7 @@ import ModelKit
 import Testing
 
 @Suite("Serialization format")
-struct SerializationFormatTests {
+@MainActor struct SerializationFormatTests {
     @Test("A model without references serializes to the seed's dictionary")
     func dictionaryForm() throws {
         try inFreshContext { _ in

@@ -208,6 +208,7 @@ extension Model {
     /// at most once and registering again takes another read.
     @inlinable @inline(__always)
     func _observeRead() {
+        _checkIsolation()
         let box = storage.box
         if _slowPath(!box.observed) {
             box.observed = true

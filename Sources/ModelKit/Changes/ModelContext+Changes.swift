@@ -107,10 +107,18 @@ extension ModelContext {
     /// Calls `body` for every model inserted into, updated in or removed from this context, until
     /// the returned token is cancelled or released.
     ///
-    /// `body` runs synchronously on the thread that made the change, with no lock held; it may
-    /// use the context. Changes inside a model's ``Model/beginChanges()``/``Model/endChanges()``
-    /// arrive as one ``ModelChangeEvent/Kind/updated`` event.
-    public func observeChanges(_ body: @escaping @Sendable (ModelChangeEvent) -> Void) -> ObservationToken {
+    /// `body` runs synchronously in the context's isolation domain, right after the change, with
+    /// no lock held; it may use the context and its models. Changes inside a model's
+    /// ``Model/beginChanges()``/``Model/endChanges()`` arrive as one
+    /// ``ModelChangeEvent/Kind/updated`` event.
+    ///
+    /// ```swift
+    /// let token = context.observeChanges { event in print(event.kind, event.modelId) }
+    /// ```
+    ///
+    /// - Complexity: O(1) to register; every later change of the context's models is compared
+    ///   with its values before (O(n) in the size of the model's properties) while it is observed.
+    public func observeChanges(_ body: @escaping (ModelChangeEvent) -> Void) -> ObservationToken {
         ObservationToken(list: changeObservers, id: addChangeObserver { event, _ in body(event) })
     }
 

@@ -3,48 +3,67 @@ import Foundation
 // Creating, finding and registering models: `instanceWithObjectId:` and friends.
 
 extension Model {
-    /// Creates a new model and adds it to `context` (the current context when `nil`), unless the
-    /// type is a ``ContextFreeModel``. Its state is ``ModelState/new``.
+    /// Creates a new model and adds it to `context`, unless the type is a ``ContextFreeModel``.
+    /// Its state is ``ModelState/new``.
     ///
     /// ```swift
-    /// let author = Author.instance()
+    /// let author = Author.instance(in: context)
     /// author.name = "Jon"
     /// ```
     ///
     /// - Complexity: O(1).
-    public static func instance(in context: ModelContext? = nil) -> Self {
+    public static func instance(in context: ModelContext) -> Self {
         let model = Self()
         guard !(model is any ContextFreeModel) else { return model }
-        return (context ?? .current).insert(model)
+        return context.insert(model)
     }
 
-    /// Returns the model with `objectId` from `context` (the current context when `nil`), or
-    /// creates, registers and returns a placeholder with that object id (state
-    /// ``ModelState/needsData``).
-    ///
-    /// Two calls with the same object id return the same instance, also when made from several
-    /// threads at once.
+    /// Creates a new model in the main actor's ``ModelContext/current`` context. See
+    /// ``instance(in:)``.
     ///
     /// - Complexity: O(1).
-    public static func instance(objectId: String, in context: ModelContext? = nil) -> Self {
-        let context = context ?? .current
-        return context.model(Self.self, objectId: objectId)
+    @MainActor public static func instance() -> Self {
+        instance(in: .current)
+    }
+
+    /// Returns the model with `objectId` from `context`, or creates, registers and returns a
+    /// placeholder with that object id (state ``ModelState/needsData``) that the context keeps
+    /// (and a write of the context saves) until it is removed.
+    ///
+    /// Two calls with the same object id return the same instance. To look a model up without
+    /// creating one, use ``ModelContext/model(_:objectId:)``.
+    ///
+    /// - Complexity: O(1).
+    public static func instance(objectId: String, in context: ModelContext) -> Self {
+        context.model(Self.self, objectId: objectId)
             ?? placeholder(in: context) { $0.storage.metadata.objectId = objectId }
     }
 
-    /// Returns the model with `modelId` from `context` (the current context when `nil`), or
-    /// creates, registers and returns a placeholder with that id (state ``ModelState/needsData``).
+    /// ``instance(objectId:in:)`` in the main actor's ``ModelContext/current`` context.
     ///
     /// - Complexity: O(1).
-    public static func instance(modelId: ModelID, in context: ModelContext? = nil) -> Self {
-        let context = context ?? .current
-        return context.model(Self.self, modelId: modelId)
+    @MainActor public static func instance(objectId: String) -> Self {
+        instance(objectId: objectId, in: .current)
+    }
+
+    /// Returns the model with `modelId` from `context`, or creates, registers and returns a
+    /// placeholder with that id (state ``ModelState/needsData``).
+    ///
+    /// - Complexity: O(1).
+    public static func instance(modelId: ModelID, in context: ModelContext) -> Self {
+        context.model(Self.self, modelId: modelId)
             ?? placeholder(in: context) { $0.storage.metadata.modelId = modelId }
     }
 
+    /// ``instance(modelId:in:)`` in the main actor's ``ModelContext/current`` context.
+    ///
+    /// - Complexity: O(1).
+    @MainActor public static func instance(modelId: ModelID) -> Self {
+        instance(modelId: modelId, in: .current)
+    }
+
     /// A new model in state ``ModelState/needsData``, given its id by `identify`, and registered in
-    /// `context` unless the type is context-free. If another thread registered the same id first,
-    /// `insert` returns that instance instead, so callers always share one.
+    /// `context` unless the type is context-free.
     private static func placeholder(in context: ModelContext, identify: (Self) -> Void) -> Self {
         let model = Self()
         identify(model)
@@ -53,16 +72,23 @@ extension Model {
         return context.insert(model)
     }
 
-    /// Adds the model to `context` (the current context when `nil`); this also works for
-    /// ``ContextFreeModel`` types. A model removed earlier becomes live again, and references to it
-    /// resolve again.
+    /// Adds the model to `context`; this also works for ``ContextFreeModel`` types. A model
+    /// removed earlier becomes live again, and references to it resolve again.
     ///
     /// If the context already has another instance with this model's id, that one stays and this
     /// model is not added.
     ///
     /// - Complexity: O(1).
-    public func addToContext(_ context: ModelContext? = nil) {
-        (context ?? .current).insert(self)
+    public func addToContext(_ context: ModelContext) {
+        context.insert(self)
+    }
+
+    /// Adds the model to the main actor's ``ModelContext/current`` context. See
+    /// ``addToContext(_:)``.
+    ///
+    /// - Complexity: O(1).
+    @MainActor public func addToContext() {
+        ModelContext.current.insert(self)
     }
 
     /// Removes the model from its context: the context releases it, and references to it read as

@@ -4,26 +4,34 @@ import Synchronization
 /// Owns models: at most one instance per ``ModelID`` and per object id, retained until removed.
 /// The Swift counterpart of `MKitModelContext`.
 ///
-/// Models reference each other weakly (``ModelRef``, ``ModelArray``); the context holds the strong
-/// references. Removing a model, clearing the context or letting the context go releases its
-/// models, so object graphs with cycles never leak.
+/// Models reference each other without retaining (``ModelRef``, ``ModelArray``); the context
+/// holds the strong references. Removing a model, clearing the context or letting the context go
+/// releases its models, so object graphs with cycles never leak.
 ///
 /// ```swift
-/// let author = Author.instance(objectId: "001")     // created in ModelContext.current
-/// Author.instance(objectId: "001") === author       // true: one instance per id
+/// @MainActor func example() {
+///     let author = Author.instance(objectId: "001")     // created in ModelContext.current
+///     _ = Author.instance(objectId: "001") === author   // true: one instance per id
 ///
-/// let scratch = ModelContext.push()                  // a temporary context on the stack
-/// _ = Author.instance(objectId: "tmp")
-/// ModelContext.pop()                                 // gone, with its models
+///     let scratch = ModelContext.push()                  // a temporary context on the stack
+///     _ = Author.instance(objectId: "tmp")
+///     ModelContext.pop()                                 // gone, with its models
+/// }
 /// ```
 ///
-/// ## Concurrency
-/// A context is thread-safe: lookups, inserts and removals from several threads or tasks at once
-/// neither crash nor lose a model, and two threads asking for the same id get the same instance.
-/// Models are ordinary class instances: use each one from one thread or task at a time (hand it
-/// over, don't share it). To keep a task's models out of everyone else's context, give the task a
-/// context of its own with ``withCurrent(_:operation:)-swift.type.method``.
-public final class ModelContext: @unchecked Sendable {
+/// ## Isolation
+/// A context and its models belong to one isolation domain: ``main`` and the context stack to the
+/// main actor, a context that an actor of the app's stores (see ``ModelActor``) to that actor, a
+/// context made in a function to that function until it hands the context over. `ModelContext`
+/// and models are not `Sendable`, so the compiler rejects every way of using them from two
+/// domains at once: capturing them in a `Task`, a detached task or a task group's closure while
+/// the domain still uses them, or passing them to another actor. Hand ``ModelID``s and
+/// ``ModelSnapshot``s across instead, and ``merge(_:)`` a snapshot into the context that should see
+/// the changes.
+///
+/// In debug builds, reading or writing a model of a context made on an actor (the main actor
+/// included) from any other domain traps, naming the model and both domains.
+public final class ModelContext {
     struct Registry {
         /// Every model by id: the identity map (the type lists own the models).
         var models = ModelIdentityMap()
@@ -93,11 +101,35 @@ public final class ModelContext: @unchecked Sendable {
     /// The current change generation.
     @usableFromInline var changeGeneration: UInt32 { generation.load(ordering: .relaxed) }
 
-    /// Creates an empty context that is not on the context stack.
+    /// The actor whose domain the context was made in, if it was made in one; checked on every
+    /// model access in debug builds. Weak: an actor that stores its context must not be kept
+    /// alive by it.
+    weak var owner: (any Actor)?
+
+    /// Creates an empty context, owned by the isolation domain that creates it.
     ///
-    /// Use it with ``withCurrent(_:operation:)-swift.type.method`` or ``activate()``, or pass it
-    /// explicitly to APIs taking a context.
-    public init() {}
+    /// ```swift
+    /// actor Importer: ModelActor {
+    ///     let modelContext = ModelContext()
+    /// }
+    /// ```
+    ///
+    /// Pass it explicitly to APIs taking a context (`Author.instance(in: context)`), or, on the
+    /// main actor, make it current with ``withCurrent(_:operation:)-swift.type.method`` or
+    /// ``activate()``.
+    ///
+    /// - Parameter isolation: The domain the context belongs to; leave it to the default, the
+    ///   caller's. A context made outside any actor (in a nonisolated function, or in an actor's
+    ///   initializer) is kept to one domain by the compiler alone.
+    /// - Complexity: O(1).
+    public init(isolation: isolated (any Actor)? = #isolation) {
+        owner = isolation
+    }
+
+    /// Creates the context of `owner`'s domain (the main actor's stack).
+    init(owner: any Actor) {
+        self.owner = owner
+    }
 
     /// The number of models in the context (the seed's `contextCount`).
     ///

@@ -29,6 +29,7 @@ extension Model {
             return storage.values[keyPath: keyPath]
         }
         set {
+            _checkIsolation()
             let storage = self.storage
             if _fastPath(storage.writesQuietly) {
                 storage.values[keyPath: keyPath] = newValue
@@ -40,6 +41,7 @@ extension Model {
             }
         }
         _modify {
+            _checkIsolation()
             let storage = self.storage
             if _fastPath(storage.writesQuietly) {
                 yield &storage.values[keyPath: keyPath]
@@ -63,6 +65,7 @@ extension Model {
             return storage.values[keyPath: keyPath]
         }
         set {
+            _checkIsolation()
             let storage = self.storage
             guard storage.values[keyPath: keyPath] != newValue else { return }
             if _fastPath(storage.writesQuietly) {
@@ -75,6 +78,7 @@ extension Model {
             }
         }
         _modify {
+            _checkIsolation()
             let storage = self.storage
             if _fastPath(storage.writesQuietly) {
                 yield &storage.values[keyPath: keyPath]
@@ -107,6 +111,7 @@ extension Model {
             return storage.values[keyPath: keyPath].target(lookupIn: storage.lookupContext)
         }
         set {
+            _checkIsolation()
             let old = storage.values[keyPath: keyPath]
             guard old.id != newValue?.modelId || old.target(lookupIn: storage.lookupContext) !== newValue else { return }
             if let newValue { adopt(newValue) }
@@ -133,12 +138,13 @@ extension Model {
         get {
             _observeRead()
             var array = storage.values[keyPath: keyPath]
-            array.attach(context: storage.context, detached: storage.lookupContext == nil)
+            array.attach(context: storage.context)
             return array
         }
         set {
+            _checkIsolation()
             var array = newValue
-            array.attach(context: storage.context, detached: storage.lookupContext == nil)
+            array.attach(context: storage.context)
             array.adoptAll()
             if storage.writesQuietly {
                 storage.values[keyPath: keyPath] = array
@@ -149,9 +155,8 @@ extension Model {
             }
         }
         _modify {
-            let context = storage.context
-            let detached = storage.lookupContext == nil
-            storage.values[keyPath: keyPath].attach(context: context, detached: detached)
+            _checkIsolation()
+            storage.values[keyPath: keyPath].attach(context: storage.context)
             if storage.writesQuietly {
                 yield &storage.values[keyPath: keyPath]
             } else {

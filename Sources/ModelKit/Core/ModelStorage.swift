@@ -90,12 +90,9 @@ public struct ModelStorage<Properties: Codable> {
     }
 
     /// Where this model's references look their targets up when the remembered instance is gone:
-    /// its own context; the current context if it has never been in one; nowhere once its context
-    /// was destroyed or it was removed (a released model must not pick up unrelated instances).
-    var lookupContext: ModelContext? {
-        if let context { return context }
-        return metadata.membership == .unmanaged ? ModelContext.current : nil
-    }
+    /// its own context; nowhere when it is in none (a model outside every context has no domain
+    /// whose models it could pick up, and a released model must not pick up unrelated instances).
+    var lookupContext: ModelContext? { context }
 
     /// Whether a reference to this model should resolve: it is in a context, or it has never been
     /// put in one (a context-free or not yet registered model the app holds). A model removed from

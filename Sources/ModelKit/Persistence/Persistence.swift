@@ -181,14 +181,24 @@ extension Model {
     /// ```
     ///
     /// - Parameters:
-    ///   - context: Where models are merged by identity; the current context when `nil`.
+    ///   - context: Where models are merged by identity.
     /// - Throws: ``SerializationError`` (see ``ModelContext/load(from:options:)``), including
     ///   ``SerializationError/Code/modelTypeConflict`` when the first model is not a `Self`.
     /// - Complexity: O(n) in the size of the file.
     public static func load(
-        from url: URL, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+        from url: URL, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
     ) throws -> Self {
         try load(Persistence.contents(of: url), in: context, options: options)
+    }
+
+    /// ``load(from:in:options:)`` into the main actor's ``ModelContext/current`` context.
+    ///
+    /// - Throws: ``SerializationError``; the context is unchanged after an error.
+    /// - Complexity: O(n) in the size of the file.
+    @MainActor public static func load(
+        from url: URL, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try load(from: url, in: .current, options: options)
     }
 
     /// Loads the bytes of a file and returns its first model. See ``load(from:in:options:)``.
@@ -196,10 +206,20 @@ extension Model {
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of `data`.
     public static func load(
-        _ data: Data, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+        _ data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
     ) throws -> Self {
         try withModelSource(for: data) { source in
-            try GraphLoader(context: context ?? .current, options: options, source: source).load(root: Self.self)
+            try GraphLoader(context: context, options: options, source: source).load(root: Self.self)
         }
+    }
+
+    /// ``load(_:in:options:)`` into the main actor's ``ModelContext/current`` context.
+    ///
+    /// - Throws: ``SerializationError``; the context is unchanged after an error.
+    /// - Complexity: O(n) in the size of `data`.
+    @MainActor public static func load(
+        _ data: Data, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try load(data, in: .current, options: options)
     }
 }

@@ -69,7 +69,7 @@ final class PropertyReader {
 
     private func resolve(_ pointer: ModelValue.Object, in context: ModelContext?) -> (any Model)? {
         guard case .string(let text)? = pointer["modelId"], let id = ModelID(text) else { return nil }
-        return (context ?? ModelContext.current).model(withId: id)
+        return context?.model(withId: id)
     }
 
     private func properties(ofReferenced model: any Model) throws -> ModelValue.Object {

@@ -54,7 +54,7 @@ extension Query {
             let template = ModelPredicate<M>.Node.template
             try node.validate(template: template, modelName: M.modelName)
             for key in sortKeys { try validate(key, template: template) }
-            let context = self.context ?? ModelContext.current
+            let context = self.context
             // An index narrows the models to the candidates of one condition; the predicate then
             // decides for each candidate exactly as a scan would.
             let (candidates, indexes) = Self.candidates(for: node, in: context)

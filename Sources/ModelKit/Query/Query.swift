@@ -18,13 +18,13 @@ import Foundation
 /// ``count()``, ``first()`` or ``page()`` runs it, against the models in the context at that
 /// moment. Like any use of models, run a query on the thread (or task) that uses them.
 public struct Query<M: Model> {
-    let context: ModelContext?
+    let context: ModelContext
     var predicate: ModelPredicate<M> = .all
     var sortKeys: [SortKey<M>] = []
     var limitCount: Int?
     var offsetCount = 0
 
-    init(context: ModelContext?) {
+    init(context: ModelContext) {
         self.context = context
     }
 
@@ -146,12 +146,26 @@ public struct QueryPage<M: Model> {
 }
 
 extension Model {
-    /// A query over the models of this type in `context` (the current context when `nil`).
+    /// A query over the models of this type in `context`.
+    ///
+    /// ```swift
+    /// let authors = try Author.query(in: context).where(\.age, .greaterThan(30)).results()
+    /// ```
+    ///
+    /// - Complexity: O(1).
+    public static func query(in context: ModelContext) -> Query<Self> {
+        Query(context: context)
+    }
+
+    /// A query over the models of this type in the main actor's ``ModelContext/current`` context,
+    /// taken now.
     ///
     /// ```swift
     /// let authors = try Author.query().where(\.age, .greaterThan(30)).results()
     /// ```
-    public static func query(in context: ModelContext? = nil) -> Query<Self> {
-        Query(context: context)
+    ///
+    /// - Complexity: O(1).
+    @MainActor public static func query() -> Query<Self> {
+        Query(context: .current)
     }
 }

@@ -22,11 +22,8 @@ import Foundation
 public struct ModelArray<Element: Model> {
     @usableFromInline var references: [ModelRef<Element>]
     /// The context in which elements are resolved; set by the owning model when it hands the array
-    /// out. `nil` means the current context, unless `detached`.
+    /// out. `nil`: elements resolve only to their remembered, still-live instances.
     weak var context: ModelContext?
-    /// Set when the owning model's context was destroyed or the owner was removed: elements then
-    /// resolve only to their remembered, still-live instances.
-    var detached = false
 
     /// Creates an empty array.
     public init() {
@@ -47,13 +44,12 @@ public struct ModelArray<Element: Model> {
     public var models: [Element] { Array(self) }
 
     func resolve(at raw: Int) -> Element? {
-        references[raw].target(lookupIn: detached ? nil : (context ?? .current))
+        references[raw].target(lookupIn: context)
     }
 
     /// Prepares the array to resolve its elements where its owner's references resolve.
-    mutating func attach(context: ModelContext?, detached: Bool) {
+    mutating func attach(context: ModelContext?) {
         self.context = context
-        self.detached = detached
     }
 
     /// Adds every element that has never been in a context to this array's context.

@@ -43,12 +43,24 @@ public struct ModelRef<Target: Model> {
         self.id = id
     }
 
-    /// The referenced model, looked up in `context` (or the current context when `nil`) if the
-    /// remembered instance is gone; `nil` when the target is not live.
+    /// The referenced model, looked up in `context` if the remembered instance is gone; `nil`
+    /// when the target is not live.
+    ///
+    /// ```swift
+    /// let reference = ModelRef<Author>(id: authorId)
+    /// let author = reference.resolve(in: context)
+    /// ```
     ///
     /// - Complexity: O(1).
-    public func resolve(in context: ModelContext? = nil) -> Target? {
-        target(lookupIn: context ?? .current)
+    public func resolve(in context: ModelContext) -> Target? {
+        target(lookupIn: context)
+    }
+
+    /// ``resolve(in:)`` in the main actor's ``ModelContext/current`` context.
+    ///
+    /// - Complexity: O(1).
+    @MainActor public func resolve() -> Target? {
+        target(lookupIn: .current)
     }
 
     /// The remembered instance if it is live, else the model with this id in `context`; with no

@@ -59,7 +59,7 @@ extension Model {
     ///
     /// - Parameters:
     ///   - value: One model dictionary, or an array of them with the root first.
-    ///   - context: Where to look models up and register them; the current context when `nil`.
+    ///   - context: Where to look models up and register them.
     ///   - options: See ``DeserializationOptions``.
     /// - Returns: The first model in the data.
     /// - Throws: ``SerializationError`` naming the model index, the property path and what was
@@ -69,10 +69,20 @@ extension Model {
     ///   in it are exactly as before.
     /// - Complexity: O(n) in the size of the data.
     public static func instance(
-        from value: ModelValue, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+        from value: ModelValue, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
     ) throws -> Self {
-        let reader = GraphReader(context: context ?? .current, options: options)
+        let reader = GraphReader(context: context, options: options)
         return try reader.read(value, root: Self.self)
+    }
+
+    /// ``instance(from:in:options:)`` in the main actor's ``ModelContext/current`` context.
+    ///
+    /// - Throws: ``SerializationError``; the context is unchanged after an error.
+    /// - Complexity: O(n) in the size of the data.
+    @MainActor public static func instance(
+        from value: ModelValue, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try instance(from: value, in: .current, options: options)
     }
 
     /// Rebuilds a graph from UTF-8 JSON text. See ``instance(from:in:options:)``.
@@ -81,8 +91,18 @@ extension Model {
     ///   with the byte offset.
     /// - Complexity: O(n) in the size of the data.
     public static func instance(
-        fromJSON data: Data, in context: ModelContext? = nil, options: DeserializationOptions = DeserializationOptions()
+        fromJSON data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
     ) throws -> Self {
         try instance(from: ModelValue(json: data), in: context, options: options)
+    }
+
+    /// ``instance(fromJSON:in:options:)`` in the main actor's ``ModelContext/current`` context.
+    ///
+    /// - Throws: ``SerializationError``; the context is unchanged after an error.
+    /// - Complexity: O(n) in the size of the data.
+    @MainActor public static func instance(
+        fromJSON data: Data, options: DeserializationOptions = DeserializationOptions()
+    ) throws -> Self {
+        try instance(fromJSON: data, in: .current, options: options)
     }
 }
