@@ -18,13 +18,38 @@ extension Model {
     @usableFromInline @inline(never)
     static func _checkIsolation(of model: Self) {
         guard let owner = model.storage.context?.owner else { return }
-        owner.preconditionIsolated(
-            "ModelKit: \(modelName) \(model.modelId) belongs to a context of \(Self.domainName(of: owner)), "
-                + "but was reached from another isolation domain (\(Thread.isMainThread ? "the main thread" : "\(Thread.current)")). "
-                + "Hand its ModelID or a ModelSnapshot across instead.")
+        if owner === MainActor.shared {
+            // The main actor's own `preconditionIsolated` stops the process on Linux without
+            // printing the message, which is the point of this check; so ask the main queue.
+            if !MainQueue.isCurrent { preconditionFailure(violation(of: model, owner: owner)) }
+        } else {
+            owner.preconditionIsolated(violation(of: model, owner: owner))
+        }
     }
 
-    private static func domainName(of actor: any Actor) -> String {
-        actor === MainActor.shared ? "the main actor" : "actor \(type(of: actor))"
+    /// What the trap says: the model, the domain that owns it and the one that reached it.
+    private static func violation(of model: Self, owner: any Actor) -> String {
+        let owning = owner === MainActor.shared ? "the main actor" : "actor \(type(of: owner))"
+        let reaching = Thread.isMainThread ? "the main thread" : "thread \(Thread.current)"
+        return "ModelKit: \(modelName) \(model.modelId) belongs to a context of \(owning), but was reached from "
+            + "another isolation domain (\(reaching)). Hand its ModelID or a ModelSnapshot across instead."
+    }
+}
+
+/// Whether the caller runs on the main queue, which executes the main actor's jobs.
+///
+/// `Thread.isMainThread` is not enough: after `dispatch_main()` (an `async` top-level program on
+/// Linux), the main queue, and so the main actor, is drained by another thread. A mark set on the
+/// main queue is seen by whatever thread is draining it.
+enum MainQueue {
+    private static let key = DispatchSpecificKey<Bool>()
+    private static let marked: Bool = {
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return true
+    }()
+
+    static var isCurrent: Bool {
+        _ = marked
+        return Thread.isMainThread || DispatchQueue.getSpecific(key: key) == true
     }
 }

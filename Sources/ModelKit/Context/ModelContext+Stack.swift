@@ -13,10 +13,18 @@ extension ModelContext {
     ///     let authors = try Author.query(in: .main).results()
     /// }
     /// ```
-    @MainActor public static let main = ModelContext(owner: MainActor.shared)
+    ///
+    /// - Complexity: O(1).
+    @MainActor public static var main: ModelContext { root }
+
+    // Stored privately and read through a computed property: the compiler's region analysis
+    // treats a value read from a stored `static let` as unconnected to the main actor, so
+    // `let c = ModelContext.main; Task.detached { … c … }` compiled; a getter's result is in the
+    // main actor's region, and the same code is the error it should be.
+    @MainActor private static let root = ModelContext(owner: MainActor.shared)
 
     /// The main actor's stack, root first.
-    @MainActor private static var stack: [ModelContext] = [main]
+    @MainActor private static var stack: [ModelContext] = [root]
 
     /// The contexts bound by the enclosing ``withCurrent(_:operation:)-swift.type.method`` calls,
     /// by the key their task carries. The key is task-local (so that other tasks on the main

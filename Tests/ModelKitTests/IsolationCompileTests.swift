@@ -1,0 +1,258 @@
+import Foundation
+import Testing
+
+// What the compiler stops (Docs/Contexts.md, "What the compiler stops you from doing"): each
+// misuse is a program a user could naturally write, which must fail to compile in the Swift 6
+// language mode with a data-race diagnostic. And each documented way across domains must compile
+// and run. The programs are compiled against this build of ModelKit.
+
+/// Declarations every program starts with.
+private let prelude = """
+    import Foundation
+    import ModelKit
+
+    final class Author: Model {
+        struct Properties: Codable, Sendable {
+            var name = ""
+            var age = 0
+        }
+        let storage = ModelStorage(Properties())
+    }
+
+    actor Importer: ModelActor {
+        let modelContext = ModelContext()
+        func take(_ context: ModelContext) {}
+        func take(_ author: Author) {}
+        func anyAuthor() -> Author { Author.instance(in: modelContext) }
+    }
+
+    """
+
+/// A misuse, named as the docs name it.
+struct Misuse: CustomTestStringConvertible, Sendable {
+    let name: String
+    let body: String
+    var testDescription: String { name }
+}
+
+private let misuses: [Misuse] = [
+    Misuse(
+        name: "capturing a main-actor model in a detached task",
+        body: """
+            @MainActor func misuse() {
+                let author = Author.instance()
+                Task.detached { author.name = "elsewhere" }
+            }
+            """),
+    Misuse(
+        name: "capturing the main context in a detached task",
+        body: """
+            @MainActor func misuse() {
+                let context = ModelContext.main
+                Task.detached { _ = Author.instance(in: context) }
+            }
+            """),
+    Misuse(
+        name: "reaching the same instance from two tasks through a shared context and an id",
+        body: """
+            @MainActor func misuse(id: ModelID) {
+                let context = ModelContext.current
+                Task.detached { context.model(Author.self, modelId: id)?.age += 1 }
+                context.model(Author.self, modelId: id)?.age += 1
+            }
+            """),
+    Misuse(
+        name: "capturing a context in a task while still using it",
+        body: """
+            func misuse() {
+                let context = ModelContext()
+                let author = Author.instance(in: context)
+                Task { _ = Author.instance(in: context) }
+                print(author.name)
+            }
+            """),
+    Misuse(
+        name: "capturing one context in two child tasks of a task group",
+        body: """
+            func misuse() async {
+                let context = ModelContext()
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { _ = Author.instance(in: context) }
+                    group.addTask { _ = Author.instance(in: context) }
+                }
+            }
+            """),
+    Misuse(
+        name: "sending the main context to another actor",
+        body: """
+            @MainActor func misuse(importer: Importer) async {
+                await importer.take(ModelContext.main)
+            }
+            """),
+    Misuse(
+        name: "sending a main-actor model to another actor",
+        body: """
+            @MainActor func misuse(importer: Importer) async {
+                let author = Author.instance()
+                await importer.take(author)
+            }
+            """),
+    Misuse(
+        name: "taking a model out of an actor's context",
+        body: """
+            @MainActor func misuse(importer: Importer) async {
+                let author = await importer.anyAuthor()
+                print(author.name)
+            }
+            """),
+    Misuse(
+        name: "keeping a context in a Sendable type",
+        body: """
+            struct Shared: Sendable {
+                let context: ModelContext
+            }
+            """),
+    Misuse(
+        name: "using the main actor's current context from a nonisolated function",
+        body: """
+            func misuse() {
+                _ = Author.instance(objectId: "001")
+            }
+            """),
+]
+
+/// A documented way across domains: it must compile, and print `expected` when run.
+struct CrossDomainPattern: CustomTestStringConvertible, Sendable {
+    let name: String
+    let body: String
+    let expected: String
+    var testDescription: String { name }
+}
+
+private let patterns: [CrossDomainPattern] = [
+    CrossDomainPattern(
+        name: "a background actor's snapshot merges into the main context",
+        body: """
+            extension Importer {
+                func importAuthors(_ names: [String]) throws -> ModelSnapshot {
+                    for name in names { Author.instance(in: modelContext).name = name }
+                    return try modelContext.snapshotOfChanges()
+                }
+            }
+            @MainActor func run() async throws {
+                let snapshot = try await Importer().importAuthors(["Ann", "Bo"])
+                try ModelContext.main.merge(snapshot)
+                print(ModelContext.main.models(of: Author.self).map(\\.name).sorted())
+            }
+            try await run()
+            """,
+        expected: "[\"Ann\", \"Bo\"]\n"),
+    CrossDomainPattern(
+        name: "ids handed to an actor come back as the same models",
+        body: """
+            extension Importer {
+                func older(than age: Int, in snapshot: ModelSnapshot) throws -> [ModelID] {
+                    try modelContext.merge(snapshot)
+                    return try Author.query(in: modelContext).where(\\.age, .greaterThan(age)).results().map(\\.modelId)
+                }
+            }
+            @MainActor func run() async throws {
+                let ages = [20, 40, 60]
+                let authors = ages.map { age -> Author in
+                    let author = Author.instance()
+                    author.age = age
+                    return author
+                }
+                let snapshot = try ModelContext.main.snapshot(of: authors)
+                let ids = try await Importer().older(than: 30, in: snapshot)
+                let found = ids.compactMap { ModelContext.main.model(Author.self, modelId: $0) }
+                print(found.map(\\.age).sorted(), found.allSatisfy { found in authors.contains { $0 === found } })
+            }
+            try await run()
+            """,
+        expected: "[40, 60] true\n"),
+    CrossDomainPattern(
+        name: "Sendable property values travel from an actor to the main actor",
+        body: """
+            extension Importer {
+                func values() -> [Author.Properties] {
+                    let author = Author.instance(in: modelContext)
+                    author.name = "Cy"
+                    return [author.storage.properties]
+                }
+            }
+            @MainActor func run() async {
+                let values = await Importer().values()
+                print(values.map(\\.name))
+            }
+            await run()
+            """,
+        expected: "[\"Cy\"]\n"),
+    CrossDomainPattern(
+        name: "the main actor's stack and current context work as in ModelKit for Objective-C",
+        body: """
+            @MainActor func run() {
+                let first = Author.instance(objectId: "001")
+                let scratch = ModelContext.push()
+                _ = Author.instance(objectId: "tmp")
+                ModelContext.pop()
+                print(Author.instance(objectId: "001") === first, scratch.count, ModelContext.current === ModelContext.main)
+            }
+            run()
+            """,
+        expected: "true 1 true\n"),
+]
+
+@Suite("What the compiler stops")
+struct IsolationCompileTests {
+    @Test("A misuse across isolation domains is a compile error", arguments: misuses)
+    func misuseFailsToCompile(_ misuse: Misuse) throws {
+        let outcome = try SnippetCompiler().check(prelude + misuse.body)
+        #expect(!outcome.compiled, "compiled, but should not have")
+        // A data-race or isolation diagnostic, not some unrelated mistake in the program.
+        let isolationWords = ["data race", "isolated", "Sendable", "sending"]
+        let errors = outcome.diagnostics.split(separator: "\n").filter { $0.contains("error:") }
+        #expect(!errors.isEmpty)
+        #expect(
+            errors.allSatisfy { line in isolationWords.contains { line.contains($0) } },
+            "unexpected diagnostics:\n\(outcome.diagnostics)")
+    }
+
+    @Test("A documented way across isolation domains compiles and runs", arguments: patterns)
+    func patternCompilesAndRuns(_ pattern: CrossDomainPattern) throws {
+        let outcome = try SnippetCompiler().build(andRun: prelude + pattern.body)
+        #expect(outcome.compiled, "did not compile:\n\(outcome.diagnostics)")
+        #expect(outcome.status == 0)
+        #expect(outcome.output == pattern.expected)
+        #expect(!outcome.diagnostics.contains("warning:"), "\(outcome.diagnostics)")
+    }
+
+    @Test("A model reached from another domain through an unchecked escape traps in debug builds, naming it and both domains")
+    func debugTrap() throws {
+        let outcome = try SnippetCompiler().build(
+            andRun: prelude + """
+                // What the compiler cannot see: a model smuggled out of the main actor.
+                struct Smuggled: @unchecked Sendable { let author: Author }
+
+                @MainActor func run() async {
+                    let author = Author.instance(objectId: "smuggled")
+                    let smuggled = Smuggled(author: author)
+                    FileHandle.standardError.write(Data("before\\n".utf8))
+                    await Task.detached { smuggled.author.name = "elsewhere" }.value
+                    print("after")
+                }
+                await run()
+                """)
+        #expect(outcome.compiled, "did not compile:\n\(outcome.diagnostics)")
+        #expect(outcome.output.contains("before"))
+        #if DEBUG
+            #expect(outcome.status != 0)
+            #expect(!outcome.output.contains("after"))
+            #expect(outcome.output.contains("Author"))
+            #expect(outcome.output.contains("belongs to a context of the main actor"))
+            #expect(outcome.output.contains("reached from another isolation domain"))
+        #else
+            #expect(outcome.status == 0)
+        #endif
+    }
+}

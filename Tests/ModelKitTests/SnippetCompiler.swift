@@ -1,0 +1,120 @@
+import Foundation
+
+/// Compiles small programs against the ModelKit module this test run was built with, in the
+/// Swift 6 language mode, so that tests can require a misuse to be a compile error and a
+/// documented pattern to compile and run.
+///
+/// The module comes from the build folder next to the running test binary; a program that is
+/// run is linked against that build's object files of ModelKit (the package has no shared
+/// library product, and should not grow one for tests).
+struct SnippetCompiler {
+    /// What the compiler said, and the program's output when it was run.
+    struct Outcome {
+        var compiled: Bool
+        var diagnostics: String
+        /// The program's standard output and error, when it was run.
+        var output = ""
+        /// The program's exit status (or signal), when it was run.
+        var status: Int32 = 0
+    }
+
+    let buildFolder: URL
+    let packageRoot: URL
+    let swiftc: URL
+    /// Whether the test binary runs under ThreadSanitizer: linked programs then need it too.
+    let threadSanitized: Bool
+
+    init(filePath: String = #filePath) throws {
+        let binary = URL(fileURLWithPath: try String(contentsOfFile: "/proc/self/cmdline", encoding: .utf8)
+            .split(separator: "\0").first.map(String.init) ?? CommandLine.arguments[0])
+        buildFolder = binary.deletingLastPathComponent()
+        packageRoot = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        let candidates = path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("swiftc") }
+            + [URL(fileURLWithPath: "/opt/swift/usr/bin/swiftc")]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw SnippetError(message: "swiftc not found on PATH")
+        }
+        swiftc = found
+        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+        threadSanitized = maps.contains("tsan")
+    }
+
+    /// The flags that make `import ModelKit` find this build's module and its C shim.
+    private var importFlags: [String] {
+        [
+            "-swift-version", "6",
+            "-I", buildFolder.appendingPathComponent("Modules").path,
+            "-Xcc", "-fmodule-map-file=" + buildFolder.appendingPathComponent("ModelKitShims.build/module.modulemap").path,
+            "-Xcc", "-I" + packageRoot.appendingPathComponent("Sources/ModelKitShims/include").path,
+        ]
+    }
+
+    /// This build's objects of ModelKit, one per current source file (a removed file may leave
+    /// a stale object behind in an incremental build).
+    private func libraryObjects() throws -> [String] {
+        let sources = packageRoot.appendingPathComponent("Sources/ModelKit")
+        guard let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else { return [] }
+        var objects: [String] = []
+        for case let file as URL in files where file.pathExtension == "swift" {
+            objects.append(buildFolder.appendingPathComponent("ModelKit.build/\(file.lastPathComponent).o").path)
+        }
+        let shims = buildFolder.appendingPathComponent("ModelKitShims.build")
+        for name in try FileManager.default.contentsOfDirectory(atPath: shims.path) where name.hasSuffix(".o") {
+            objects.append(shims.appendingPathComponent(name).path)
+        }
+        return objects
+    }
+
+    /// Type-checks `source` and runs the compiler's data-race diagnostics on it (they run after
+    /// type checking, on SIL, so `-typecheck` alone would accept every misuse).
+    func check(_ source: String) throws -> Outcome {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("main.swift")
+        try source.write(to: file, atomically: true, encoding: .utf8)
+        let (status, text) = try run(swiftc, importFlags + ["-emit-sil", "-o", "/dev/null", file.path])
+        return Outcome(compiled: status == 0, diagnostics: text)
+    }
+
+    /// Compiles `source` into a program linked with ModelKit and runs it; its exit status is in
+    /// the outcome.
+    func build(andRun source: String) throws -> Outcome {
+        let folder = try scratchFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("main.swift")
+        let program = folder.appendingPathComponent("program")
+        try source.write(to: file, atomically: true, encoding: .utf8)
+        var flags = importFlags + [file.path] + (try libraryObjects()) + ["-o", program.path]
+        if threadSanitized { flags.append("-sanitize=thread") }
+        let (status, text) = try run(swiftc, flags)
+        guard status == 0 else { return Outcome(compiled: false, diagnostics: text) }
+        let (exit, output) = try run(program, [])
+        return Outcome(compiled: true, diagnostics: text, output: output, status: exit)
+    }
+
+    private func scratchFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-snippet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    private func run(_ executable: URL, _ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+struct SnippetError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
