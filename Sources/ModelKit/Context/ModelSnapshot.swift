@@ -78,12 +78,7 @@ extension ModelContext {
         if !snapshot.modelIds.isEmpty { try load(snapshot.document) }
         for id in snapshot.removedIds {
             guard let model = model(withId: id) else { continue }
-            remove(model)
+            model.removeFromContext()
         }
-    }
-
-    private func remove(_ model: any Model) {
-        func open<M: Model>(_ model: M) { remove(model) }
-        open(model)
     }
 }
