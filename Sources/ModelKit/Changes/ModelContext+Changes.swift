@@ -71,7 +71,7 @@ extension ModelContext {
     ///
     /// - Complexity: O(k) in the number of changed models (the sets are copied).
     public var changes: ContextChanges {
-        registry.withLock { $0.log.changes(present: $0.models) }
+        withRegistry { $0.log.changes(present: $0.models) }
     }
 
     /// Whether any model was inserted, updated or removed since the last ``resetChanges()``: for
@@ -79,19 +79,19 @@ extension ModelContext {
     ///
     /// - Complexity: O(k) in the number of changed models.
     public var hasChanges: Bool {
-        registry.withLock { !$0.log.changes(present: $0.models).isEmpty }
+        withRegistry { !$0.log.changes(present: $0.models).isEmpty }
     }
 
     /// The inserted models still in the context.
     public var insertedModels: [any Model] {
-        registry.withLock { registry in
+        withRegistry { registry in
             registry.log.changes(present: registry.models).inserted.compactMap { registry.models[$0] }
         }
     }
 
     /// The updated models still in the context.
     public var updatedModels: [any Model] {
-        registry.withLock { registry in
+        withRegistry { registry in
             registry.log.changes(present: registry.models).updated.compactMap { registry.models[$0] }
         }
     }
@@ -99,7 +99,7 @@ extension ModelContext {
     /// Forgets the context's record of changes. The models' own ``Model/changes`` are untouched:
     /// reset them from the threads that use them.
     public func resetChanges() {
-        registry.withLock { $0.log = ChangeLog() }
+        withRegistry { $0.log = ChangeLog() }
         generation.wrappingAdd(1, ordering: .relaxed)  // models inserted before are not "inserted" any more
         ChangeEpoch.advance()  // models must note their next write again
     }
@@ -156,7 +156,7 @@ extension ModelContext {
 
     /// Records that the model with `id` was written.
     @usableFromInline func noteUpdated(_ id: ModelID) {
-        registry.withLock { registry in
+        withRegistry { registry in
             guard registry.models[id] != nil else { return }
             registry.log.updated.insert(id)
         }

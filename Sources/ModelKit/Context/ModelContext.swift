@@ -90,7 +90,17 @@ public final class ModelContext {
         let objectId: String
     }
 
-    let registry = Locked(Registry())
+    /// The context's tables. No lock guards them: a context belongs to one isolation domain, so
+    /// one piece of code uses them at a time (a load's workers never touch them). Unchecked: the
+    /// accessors below never nest, and a run-time exclusivity check on every lookup would cost
+    /// more than the lookup's hashing.
+    @exclusivity(unchecked) private var registry = Registry()
+
+    /// Runs `body` on the context's tables.
+    @inline(__always)
+    func withRegistry<Result>(_ body: (inout Registry) throws -> Result) rethrows -> Result {
+        try body(&registry)
+    }
     /// Closure observers and streams of the context's changes.
     let changeObservers = ObserverList()
     /// The indexes queries use (see `addIndex(on:of:kind:key:)`).
@@ -135,7 +145,7 @@ public final class ModelContext {
     ///
     /// - Complexity: O(1).
     public var count: Int {
-        registry.withLock { $0.models.count }
+        withRegistry { $0.models.count }
     }
 
     /// Whether the context holds no model.
@@ -163,7 +173,7 @@ public final class ModelContext {
     ///
     /// - Complexity: O(n).
     public var allModels: [any Model] {
-        registry.withLock { $0.models.models }
+        withRegistry { $0.models.models }
     }
 
     /// The models of type `type` in the context, in no particular order.
@@ -173,7 +183,7 @@ public final class ModelContext {
     /// - Complexity: O(1): the context keeps a list per type, and the array shares its storage
     ///   until either is changed.
     public func models<M: Model>(of type: M.Type) -> [M] {
-        registry.withLock { registry in
+        withRegistry { registry in
             guard let list = registry.byType[ObjectIdentifier(M.self)] else { return [] }
             return unsafeDowncast(list, to: TypeList<M>.self).models
         }
@@ -183,14 +193,14 @@ public final class ModelContext {
     ///
     /// - Complexity: O(1).
     public func model(withId modelId: ModelID) -> (any Model)? {
-        registry.withLock { $0.models[modelId] }
+        withRegistry { $0.models[modelId] }
     }
 
     /// The model of type `type` with `modelId`, or `nil` when the context has none.
     ///
     /// - Complexity: O(1).
     public func model<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
-        Self.cast(registry.withLock { $0.models[modelId] }, to: M.self)
+        Self.cast(withRegistry { $0.models[modelId] }, to: M.self)
     }
 
     /// `model as? M`, with a fast path for the usual case of a final model class.
@@ -208,7 +218,7 @@ public final class ModelContext {
     /// - Complexity: O(1) (average, hashing `objectId`).
     public func model<M: Model>(_ type: M.Type, objectId: String) -> M? {
         let key = ObjectKey(type: ObjectIdentifier(type), objectId: objectId)
-        return Self.cast(registry.withLock { $0.objectIds[key] }, to: M.self)
+        return Self.cast(withRegistry { $0.objectIds[key] }, to: M.self)
     }
 
     /// Adds `model` to the context, taking it out of the context it was in.
@@ -228,7 +238,7 @@ public final class ModelContext {
         let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
         let generation = changeGeneration
         var countsAsInserted = false
-        let existing: (any Model)? = registry.withLock { registry in
+        let existing: (any Model)? = withRegistry { registry in
             if let existing = registry.models[id] { return existing }
             if let objectKey, let existing = registry.objectIds[objectKey] { return existing }
             registry.models[id] = model
@@ -275,7 +285,7 @@ public final class ModelContext {
     private func remove<M: Model>(_ model: M, typeSlot: Int?) {
         let id = model.storage.metadata.modelId
         let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
-        let removed = registry.withLock { registry -> Bool in
+        let removed = withRegistry { registry -> Bool in
             guard let held = registry.models[id], held === model else { return false }
             registry.models[id] = nil
             registry.removeFromTypeList(model, at: typeSlot ?? model.storage.box.typeSlot)
@@ -299,7 +309,7 @@ public final class ModelContext {
     ///
     /// - Complexity: O(n).
     public func clear() {
-        let models = registry.withLock { registry -> [any Model] in
+        let models = withRegistry { registry -> [any Model] in
             // Retained before the type lists that own them go.
             let models = registry.models.models
             var log = registry.log
@@ -328,7 +338,7 @@ public final class ModelContext {
         let type = ObjectIdentifier(M.self)
         let id = model.storage.metadata.modelId
         let new = model.storage.metadata.objectId
-        registry.withLock { registry in
+        withRegistry { registry in
             guard registry.models[id] === model else { return }
             if let old, registry.objectIds[ObjectKey(type: type, objectId: old)] === model {
                 registry.objectIds[ObjectKey(type: type, objectId: old)] = nil

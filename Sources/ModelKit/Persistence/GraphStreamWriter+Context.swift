@@ -15,7 +15,7 @@ extension GraphStreamWriter {
     /// - Returns: The number of models written.
     @discardableResult
     func writeDocument(context: ModelContext) throws -> Int {
-        let segments = context.registry.withLock { registry in
+        let segments = context.withRegistry { registry in
             registry.byType.values.compactMap { ($0 as? any ContextTypeList)?.segment() }
         }
         .sorted { $0.name < $1.name }

@@ -112,7 +112,7 @@ extension ModelContext {
     /// - Returns: The models left out.
     func registerLoaded(_ batches: [any LoadedModelBatch]) -> [any Model] {
         let generation = changeGeneration
-        let rejected = registry.withLock { registry -> [any Model] in
+        let rejected = withRegistry { registry -> [any Model] in
             var rejected: [any Model] = []
             let total = batches.reduce(0) { $0 + $1.count }
             registry.models.reserveCapacity(registry.models.count + total)

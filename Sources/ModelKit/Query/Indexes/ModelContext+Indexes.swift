@@ -1,36 +1,27 @@
 import Foundation
-import Synchronization
 
-/// The indexes of one context, by model type.
-final class IndexRegistry: @unchecked Sendable {
-    private let indexes = Locked([ObjectIdentifier: [AnyObject]]())
-    /// Whether any index exists, readable without the lock on the write path.
-    private let populated = Atomic<Bool>(false)
+/// The indexes of one context, by model type. Like the context, used by one isolation domain.
+final class IndexRegistry {
+    private var indexes: [ObjectIdentifier: [AnyObject]] = [:]
 
-    var isEmpty: Bool { !populated.load(ordering: .relaxed) }
+    var isEmpty: Bool { indexes.isEmpty }
 
     func add<M: Model>(_ index: any MaintainedIndex<M>) {
-        indexes.withLock { $0[ObjectIdentifier(M.self), default: []].append(index) }
-        populated.store(true, ordering: .relaxed)
+        indexes[ObjectIdentifier(M.self), default: []].append(index)
         // Models that write quietly must tell the index about their next write.
         ChangeEpoch.advance()
     }
 
     func removeAll<M: Model>(of type: M.Type) {
-        indexes.withLock { indexes in
-            indexes[ObjectIdentifier(M.self)] = nil
-            populated.store(!indexes.isEmpty, ordering: .relaxed)
-        }
+        indexes[ObjectIdentifier(M.self)] = nil
     }
 
-    /// Runs `body` on the indexes of `M`, under the registry's lock.
+    /// Runs `body` on the indexes of `M`.
     func withIndexes<M: Model, Result>(of type: M.Type, _ body: ([any MaintainedIndex<M>]) throws -> Result) rethrows
         -> Result
     {
-        try indexes.withLock { indexes in
-            let list = (indexes[ObjectIdentifier(M.self)] ?? []).map { $0 as! any MaintainedIndex<M> }
-            return try body(list)
-        }
+        let list = (indexes[ObjectIdentifier(M.self)] ?? []).map { $0 as! any MaintainedIndex<M> }
+        return try body(list)
     }
 
     func forEach<M: Model>(of type: M.Type, _ body: (any MaintainedIndex<M>) -> Void) {
@@ -39,10 +30,8 @@ final class IndexRegistry: @unchecked Sendable {
     }
 
     func clear() {
-        indexes.withLock { indexes in
-            for list in indexes.values {
-                for index in list { (index as? any ClearableIndex)?.clearAll() }
-            }
+        for list in indexes.values {
+            for index in list { (index as? any ClearableIndex)?.clearAll() }
         }
     }
 }
