@@ -47,7 +47,8 @@ public struct Query<M: Model> {
         filter(.where(keyPath, condition))
     }
 
-    /// Only models whose optional property at `keyPath` is not nil and satisfies `condition`.
+    /// Only models whose optional property at `keyPath` satisfies `condition`; nil satisfies
+    /// `notEquals` and `notIn`, and no other condition (see ``Condition``).
     public func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value?>, _ condition: Condition<Value>) -> Self {
         filter(.where(keyPath, condition))
     }
