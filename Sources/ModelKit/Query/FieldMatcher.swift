@@ -2,7 +2,7 @@ import Foundation
 
 /// Conditions compiled for a property read in place (see ``PropertyLayout``), for the common
 /// cases: an `Int`, `Double` or `String` compared with values of its own kind, without string
-/// options, and `[String]` membership. They decide exactly as ``QueryCondition/matches(_:key:modelName:)``
+/// options, `[String]` membership, `Bool` equality and `GeoPoint` distance. They decide exactly as ``QueryCondition/matches(_:key:modelName:)``
 /// would, without building a ``ModelValue`` per model. Other cases return `nil` and take the
 /// general path (which also reports kinds that don't compare).
 enum FieldMatcher {
@@ -52,7 +52,18 @@ enum FieldMatcher {
             default:
                 return nil
             }
-        case .date:
+        case .bool:
+            guard condition.values.count == 1, case .bool(let value) = condition.values[0] else { return nil }
+            switch condition.op {
+            case .equal: return { $0.load(fromByteOffset: offset, as: Bool.self) == value }
+            case .notEqual: return { $0.load(fromByteOffset: offset, as: Bool.self) != value }
+            default: return nil
+            }
+        case .geoPoint:
+            guard condition.op == .within, let center = condition.center else { return nil }
+            let kilometers = condition.kilometers
+            return { $0.load(fromByteOffset: offset, as: GeoPoint.self).distance(to: center) <= kilometers }
+        case .date, .uint:
             return nil
         }
     }

@@ -255,13 +255,15 @@ extension ModelPredicate.Node {
             if let index = indexes.first(where: { $0.key == key }) {
                 return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
             }
-            if let field = PropertyLayout.of(M.self).fields[key] {
-                if let matcher = FieldMatcher.make(field, condition) {
-                    return { model in model.storage.box.withValuesPointer(matcher) }
-                }
+            let layout = PropertyLayout.of(M.self)
+            if let field = layout.fields[key], let matcher = FieldMatcher.make(field, condition) {
+                return { model in model.storage.box.withValuesPointer(matcher) }
+            }
+            if let read = layout.reader(for: path) {
                 return { model in
-                    try condition.matches(
-                        model.storage.box.withValuesPointer { field.read($0) }, key: key, modelName: M.modelName)
+                    let storage = model.storage
+                    return try condition.matches(
+                        storage.box.withValuesPointer { read($0, storage.lookupContext) }, key: key, modelName: M.modelName)
                 }
             }
             return { model in try condition.matches(reader.value(at: path, of: model), key: key, modelName: M.modelName) }

@@ -132,21 +132,16 @@ extension Query {
     private func ordered(_ models: [M]) throws(QueryError) -> [M] {
         guard !sortKeys.isEmpty else { return models.sorted { $0.modelId < $1.modelId } }
         return try guarded {
-            let evaluator = PropertyValues<M>()
-            // Values for string keys are read once per model, not once per comparison.
+            // Values for string keys are read once per model, not once per comparison: in place
+            // where the layout allows, and strings folded once under the key's options.
+            let evaluator = PropertyValues<M>()  // encodes a model once for all keys not read in place
+            let readers = sortKeys.map { Self.sortValueReader($0, evaluator) }
             var rows: [(model: M, values: [ModelValue])] = []
             rows.reserveCapacity(models.count)
             for model in models {
                 var values: [ModelValue] = []
-                for key in sortKeys {
-                    switch key {
-                    case .typed: values.append(.null)
-                    case .keyed(let path, _, _): values.append(try evaluator.value(at: path, of: model))
-                    case .distance(let path, let center):
-                        let point = try evaluator.value(at: path, of: model).geoPoint
-                        values.append(.double(point.map { $0.distance(to: center) } ?? .infinity))
-                    }
-                }
+                values.reserveCapacity(readers.count)
+                for read in readers { values.append(try read(model)) }
                 rows.append((model, values))
             }
             try rows.sort { a, b in
@@ -155,10 +150,11 @@ extension Query {
                     let ascending: Bool
                     switch key {
                     case .typed(let up, let compare):
-                        result = compare(a.model.storage.values, b.model.storage.values)
+                        result = compare(a.model, b.model)
                         ascending = up
-                    case .keyed(let path, let up, let options):
-                        result = try Self.order(a.values[index], b.values[index], options: options, key: path)
+                    case .keyed(let path, let up, _):
+                        // Already folded under the key's options.
+                        result = try Self.order(a.values[index], b.values[index], options: [], key: path)
                         ascending = up
                     case .distance(let path, _):
                         result = try Self.order(a.values[index], b.values[index], options: [], key: path)
@@ -170,6 +166,38 @@ extension Query {
             }
             return rows.map(\.model)
         }
+    }
+
+    /// What a sort key compares for a model: `.null` for a typed key (compared on the model), the
+    /// value at a string key (a string folded under the key's options), or the distance of a
+    /// point from the centre (infinity without a point).
+    private static func sortValueReader(_ key: SortKey<M>, _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
+        switch key {
+        case .typed:
+            return { _ in .null }
+        case .keyed(let path, _, let options):
+            let read = valueReader(path, evaluator)
+            guard !options.isEmpty else { return read }
+            return { model in
+                let value = try read(model)
+                if case .string(let text) = value { return .string(text.folded(options)) }
+                return value
+            }
+        case .distance(let path, let center):
+            let read = valueReader(path, evaluator)
+            return { model in .double(try read(model).geoPoint.map { $0.distance(to: center) } ?? .infinity) }
+        }
+    }
+
+    /// Reads the value at `path`: in place when the layout allows, else by encoding the model.
+    private static func valueReader(_ path: [String], _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
+        if let read = PropertyLayout.of(M.self).reader(for: path) {
+            return { model in
+                let storage = model.storage
+                return storage.box.withValuesPointer { read($0, storage.lookupContext) }
+            }
+        }
+        return { model in try evaluator.value(at: path, of: model) }
     }
 
     /// The sort order of two values read by string key: nil first, then by value.

@@ -62,7 +62,8 @@ public struct Query<M: Model> {
     /// Orders the results by the property at `keyPath`; later calls break ties of earlier ones.
     public func sorted<Value: Comparable>(by keyPath: KeyPath<M.Properties, Value>, ascending: Bool = true) -> Self {
         var query = self
-        query.sortKeys.append(.typed(ascending: ascending) { a, b in Self.order(a[keyPath: keyPath], b[keyPath: keyPath]) })
+        let read = Self.reader(keyPath)
+        query.sortKeys.append(.typed(ascending: ascending) { a, b in Self.order(read(a), read(b)) })
         return query
     }
 
@@ -70,9 +71,10 @@ public struct Query<M: Model> {
     /// order (after every value in descending order).
     public func sorted<Value: Comparable>(by keyPath: KeyPath<M.Properties, Value?>, ascending: Bool = true) -> Self {
         var query = self
+        let read = Self.reader(keyPath)
         query.sortKeys.append(
             .typed(ascending: ascending) { a, b in
-                switch (a[keyPath: keyPath], b[keyPath: keyPath]) {
+                switch (read(a), read(b)) {
                 case (nil, nil): return .orderedSame
                 case (nil, _): return .orderedAscending
                 case (_, nil): return .orderedDescending
@@ -95,10 +97,8 @@ public struct Query<M: Model> {
     /// `center`.
     public func sorted(byDistanceOf keyPath: KeyPath<M.Properties, GeoPoint>, from center: GeoPoint) -> Self {
         var query = self
-        query.sortKeys.append(
-            .typed(ascending: true) { a, b in
-                Self.order(a[keyPath: keyPath].distance(to: center), b[keyPath: keyPath].distance(to: center))
-            })
+        let read = Self.reader(keyPath)
+        query.sortKeys.append(.typed(ascending: true) { a, b in Self.order(read(a).distance(to: center), read(b).distance(to: center)) })
         return query
     }
 
@@ -125,6 +125,15 @@ public struct Query<M: Model> {
         return query
     }
 
+    /// Reads the property at `keyPath` of a model: at its offset for a stored property, without
+    /// copying the model's properties (a sort reads two models per comparison).
+    static func reader<Value>(_ keyPath: KeyPath<M.Properties, Value>) -> (M) -> Value {
+        guard let offset = MemoryLayout<M.Properties>.offset(of: keyPath) else {
+            return { $0.storage.values[keyPath: keyPath] }
+        }
+        return { model in model.storage.box.withValuesPointer { $0.load(fromByteOffset: offset, as: Value.self) } }
+    }
+
     static func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
         a == b ? .orderedSame : (a < b ? .orderedAscending : .orderedDescending)
     }
@@ -132,7 +141,7 @@ public struct Query<M: Model> {
 
 /// One key of a query's order.
 enum SortKey<M: Model> {
-    case typed(ascending: Bool, (M.Properties, M.Properties) -> ComparisonResult)
+    case typed(ascending: Bool, (M, M) -> ComparisonResult)
     case keyed(path: [String], ascending: Bool, options: StringOptions)
     case distance(path: [String], center: GeoPoint)
 }
