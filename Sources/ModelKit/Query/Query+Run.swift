@@ -130,41 +130,66 @@ extension Query {
     /// The matches in the query's order; without sort keys, in model-id order, so that pages
     /// are stable.
     private func ordered(_ models: [M]) throws(QueryError) -> [M] {
-        guard !sortKeys.isEmpty else { return models.sorted { $0.modelId < $1.modelId } }
+        guard !sortKeys.isEmpty else {
+            let ids = models.map(\.modelId)
+            return ids.indices.sorted { ids[$0] < ids[$1] }.map { models[$0] }
+        }
         return try guarded {
             // Values for string keys are read once per model, not once per comparison: in place
             // where the layout allows, and strings folded once under the key's options.
             let evaluator = PropertyValues<M>()  // encodes a model once for all keys not read in place
             let readers = sortKeys.map { Self.sortValueReader($0, evaluator) }
-            var rows: [(model: M, values: [ModelValue])] = []
-            rows.reserveCapacity(models.count)
+            let width = readers.count
+            var values: [ModelValue] = []
+            values.reserveCapacity(models.count * width)
             for model in models {
-                var values: [ModelValue] = []
-                values.reserveCapacity(readers.count)
                 for read in readers { values.append(try read(model)) }
-                rows.append((model, values))
             }
-            try rows.sort { a, b in
-                for (index, key) in sortKeys.enumerated() {
-                    let result: ComparisonResult
-                    let ascending: Bool
-                    switch key {
-                    case .typed(let up, let compare):
-                        result = compare(a.model, b.model)
-                        ascending = up
-                    case .keyed(let path, let up, _):
-                        // Already folded under the key's options.
-                        result = try Self.order(a.values[index], b.values[index], options: [], key: path)
-                        ascending = up
-                    case .distance(let path, _):
-                        result = try Self.order(a.values[index], b.values[index], options: [], key: path)
-                        ascending = true
-                    }
-                    if result != .orderedSame { return (result == .orderedAscending) == ascending }
+            // Positions are sorted, not (model, values) rows: moving rows of a generic model type
+            // went through value witnesses and cost more than the comparisons.
+            let comparators = sortKeys.enumerated().map { column, key in
+                Self.comparator(key, column: column, width: width, models: models, values: values)
+            }
+            let ids = models.map(\.modelId)
+            var positions = Array(models.indices)
+            try positions.sort { a, b in
+                for compare in comparators {
+                    let result = try compare(a, b)
+                    if result != .orderedSame { return result == .orderedAscending }
                 }
-                return a.model.modelId < b.model.modelId
+                return ids[a] < ids[b]
             }
-            return rows.map(\.model)
+            return positions.map { models[$0] }
+        }
+    }
+
+    /// The order of the models at two positions by `key`, descending keys already flipped.
+    /// `values` holds `width` sort values per model; this key's is at `column`.
+    private static func comparator(_ key: SortKey<M>, column: Int, width: Int, models: [M], values: [ModelValue])
+        -> (Int, Int) throws -> ComparisonResult
+    {
+        switch key {
+        case .typed(let ascending, let compare):
+            return { a, b in
+                let result = compare(models[a], models[b])
+                return ascending ? result : flipped(result)
+            }
+        case .keyed(let path, let ascending, _):
+            // Strings are already folded under the key's options.
+            return { a, b in
+                let result = try order(values[a * width + column], values[b * width + column], options: [], key: path)
+                return ascending ? result : flipped(result)
+            }
+        case .distance(let path, _):
+            return { a, b in try order(values[a * width + column], values[b * width + column], options: [], key: path) }
+        }
+    }
+
+    private static func flipped(_ result: ComparisonResult) -> ComparisonResult {
+        switch result {
+        case .orderedAscending: .orderedDescending
+        case .orderedDescending: .orderedAscending
+        case .orderedSame: .orderedSame
         }
     }
 
