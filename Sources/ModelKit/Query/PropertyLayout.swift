@@ -93,13 +93,32 @@ struct PropertyLayout: @unchecked Sendable {
     /// A reader of the value at `path`, when every step of it is in place: a field, or a reference
     /// followed by a path the referenced type reads in place. `nil` when the value must be read by
     /// encoding (which also reports unknown keys).
-    func reader(for path: some Collection<String>) -> Reader? {
-        if let field = fields[path.joined(separator: ".")] { return { base, _ in field.read(base) } }
-        var prefix: [String] = []
-        for (count, key) in path.dropLast().enumerated() {
-            prefix.append(key)
-            if let reference = references[prefix.joined(separator: ".")] {
-                return reference.type.reader(at: reference.offset, then: Array(path.dropFirst(count + 1)))
+    func reader(for path: [String]) -> Reader? {
+        access(path, nilValue: .null) { field in { field.read($0) } }
+    }
+
+    /// A test of `condition` on the value at `path` read in place, with a compiled matcher (see
+    /// ``FieldMatcher``) at the end of the path, or `nil`.
+    func matcher(for path: [String], _ condition: QueryCondition) -> ((UnsafeRawPointer, ModelContext?) -> Bool)? {
+        // What a reference to no model answers: the condition on nil (which can't fail).
+        guard let nilAnswer = try? condition.matches(.null, key: "", modelName: "") else { return nil }
+        return access(path, nilValue: nilAnswer) { FieldMatcher.make($0, condition) }
+    }
+
+    /// `leaf` applied to the field at `path`, directly or through to-one references (where a
+    /// reference to no model gives `nilValue`); `nil` when a step isn't in place or `leaf` gives
+    /// `nil`.
+    func access<Result>(
+        _ path: [String], nilValue: Result, leaf: (Field) -> ((UnsafeRawPointer) -> Result)?
+    ) -> ((UnsafeRawPointer, ModelContext?) -> Result)? {
+        if let field = fields[path.joined(separator: ".")] {
+            guard let read = leaf(field) else { return nil }
+            return { base, _ in read(base) }
+        }
+        for count in 1..<max(1, path.count) {
+            if let reference = references[path[..<count].joined(separator: ".")] {
+                return reference.type.follow(
+                    at: reference.offset, then: Array(path[count...]), nilValue: nilValue, leaf: leaf)
             }
         }
         return nil
@@ -123,9 +142,11 @@ protocol LayoutReference {
     static func probeValue() -> Self
     /// Whether the reference at `base` holds the probe value's id.
     static func holdsProbeId(of probe: Self, at base: UnsafeRawPointer) -> Bool
-    /// A reader of the value at `path` in the model the reference at `offset` leads to (`null`
-    /// for no model), or `nil` when the referenced type can't read `path` in place.
-    static func reader(at offset: Int, then path: [String]) -> PropertyLayout.Reader?
+    /// `leaf` applied to the field at `path` in the model the reference at `offset` leads to
+    /// (`nilValue` for no model), or `nil` when the referenced type can't read `path` in place.
+    static func follow<Result>(
+        at offset: Int, then path: [String], nilValue: Result, leaf: (PropertyLayout.Field) -> ((UnsafeRawPointer) -> Result)?
+    ) -> ((UnsafeRawPointer, ModelContext?) -> Result)?
 }
 
 extension ModelRef: LayoutReference {
@@ -135,12 +156,14 @@ extension ModelRef: LayoutReference {
         base.load(as: ModelRef.self).id == probe.id
     }
 
-    static func reader(at offset: Int, then path: [String]) -> PropertyLayout.Reader? {
-        guard let read = PropertyLayout.of(Target.self).reader(for: path) else { return nil }
+    static func follow<Result>(
+        at offset: Int, then path: [String], nilValue: Result, leaf: (PropertyLayout.Field) -> ((UnsafeRawPointer) -> Result)?
+    ) -> ((UnsafeRawPointer, ModelContext?) -> Result)? {
+        guard let read = PropertyLayout.of(Target.self).access(path, nilValue: nilValue, leaf: leaf) else { return nil }
         // The target as the model's getter and the encoder resolve it.
         return { base, context in
             guard let target = base.load(fromByteOffset: offset, as: ModelRef.self).target(lookupIn: context) else {
-                return .null
+                return nilValue
             }
             let storage = target.storage
             return storage.box.withValuesPointer { read($0, storage.lookupContext) }

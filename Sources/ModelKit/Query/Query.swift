@@ -85,7 +85,16 @@ public struct Query<M: Model> {
     }
 
     /// Orders the results by the property at `key` (a dotted path). Nil comes first in
-    /// ascending order; strings compare by Unicode scalars (see ``StringOptions``).
+    /// ascending order; strings compare by Unicode scalars (see ``StringOptions``), or folded
+    /// under `options`.
+    ///
+    /// ```swift
+    /// Author.query().sorted(by: "name", options: .caseInsensitive)
+    /// ```
+    ///
+    /// - Complexity: O(k log k) comparisons for k matches. Each model's value is read once (in
+    ///   place for the kinds string-key conditions read in place, see <doc:Querying>) and, with
+    ///   options, folded once.
     public func sorted(by key: String, ascending: Bool = true, options: StringOptions = []) -> Self {
         var query = self
         let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
