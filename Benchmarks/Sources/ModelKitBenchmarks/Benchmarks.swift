@@ -46,6 +46,12 @@ enum Benchmarks {
         queryIn,
         queryBeginsWith,
         queryCompound,
+        queryBesideInt64,
+        queryInt64,
+        queryBool,
+        queryGeoPoint,
+        queryThroughReference,
+        querySortCaseInsensitive,
     ]
 
     static var names: [String] { all.map(\.name) }

@@ -42,6 +42,8 @@ final class GraphStreamWriter {
     /// The last type checked for being a reference, and the answer (a cast costs a lookup).
     @exclusivity(unchecked) fileprivate var lastValueType: ObjectIdentifier?
     @exclusivity(unchecked) fileprivate var lastReferenceType: (any StreamReference.Type)?
+    /// Whether `lastValueType` is written in a stable order (a set or a dictionary).
+    @exclusivity(unchecked) fileprivate var lastIsStableOrder = false
     private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
 
     init(sink: any GraphSink) {
@@ -314,6 +316,11 @@ final class GraphStreamWriter {
                 throw SerializationError(error.code, path: describe(path()), expected: error.expected, found: error.found)
             }
         }
+        // Sets and dictionaries in a stable order, so that equal models give equal bytes
+        // (`streamReferenceType(of:)` has just classified T).
+        if lastIsStableOrder, let unordered = value as? any StableOrderEncodable {
+            return try box(unordered.inStableOrder(), level: level, depth: depth, path: path)
+        }
         guard depth < SerializationError.maximumDepth else {
             throw SerializationError(
                 .nestingTooDeep, path: describe(path()),
@@ -359,6 +366,7 @@ extension GraphStreamWriter {
         if key != lastValueType {
             lastValueType = key
             lastReferenceType = type as? any StreamReference.Type
+            lastIsStableOrder = type is any StableOrderEncodable.Type
         }
         return lastReferenceType
     }

@@ -355,14 +355,103 @@ func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws ->
 /// Conversions between XML and binary property lists, through Foundation.
 enum XMLPropertyList {
     static func binary(fromXML data: Data) throws -> Data {
-        let object: Any
+        let (xml, marker) = markingLeadingBOMs(data)
+        var object: Any
         do {
-            object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            object = try PropertyListSerialization.propertyList(from: xml, options: [], format: nil)
         } catch {
             throw SerializationError(
                 .malformedInput, byteOffset: 0, expected: "an XML property list", found: "\(error.localizedDescription)")
         }
+        if let marker { object = restoringBOMs(in: object, marker: marker) }
         return try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
+    }
+
+    // Foundation's XML parser drops a U+FEFF (a byte order mark) that begins a string or a key,
+    // also when written as a character reference; one further in is kept. So that every string
+    // comes back exactly, a leading U+FEFF is replaced by a marker the text doesn't contain before
+    // parsing, and the marker by U+FEFF after.
+
+    /// `data` with each leading U+FEFF of a string or key replaced by a marker, and the marker;
+    /// `data` itself and `nil` when no string or key begins with U+FEFF.
+    ///
+    /// - Complexity: O(n) in the length of `data`.
+    static func markingLeadingBOMs(_ data: Data) -> (Data, String?) {
+        let bytes = [UInt8](data)
+        var marker = ""
+        repeat {
+            marker = "\u{E000}modelkit-bom-\(UInt64.random(in: 0 ... .max))\u{E000}"
+        } while data.range(of: Data(marker.utf8)) != nil
+        let tags = [Array("<string>".utf8), Array("<key>".utf8)]
+        var output: [UInt8] = []
+        var copied = 0
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "<"),
+                let tag = tags.first(where: { bytes[index...].starts(with: $0) }),
+                let length = byteOrderMarkLength(bytes, at: index + tag.count)
+            {
+                output.append(contentsOf: bytes[copied..<index + tag.count])
+                output.append(contentsOf: marker.utf8)
+                index += tag.count + length
+                copied = index
+            } else {
+                index += 1
+            }
+        }
+        guard copied > 0 else { return (data, nil) }
+        output.append(contentsOf: bytes[copied...])
+        return (Data(output), marker)
+    }
+
+    /// The length of U+FEFF written at `index`, in UTF-8 or as a character reference
+    /// (`&#xFEFF;`, `&#65279;`), or `nil`.
+    private static func byteOrderMarkLength(_ bytes: [UInt8], at index: Int) -> Int? {
+        if bytes[index...].starts(with: [0xEF, 0xBB, 0xBF]) { return 3 }
+        guard bytes[index...].starts(with: Array("&#".utf8)) else { return nil }
+        var position = index + 2
+        let hex = position < bytes.count && bytes[position] == UInt8(ascii: "x")
+        if hex { position += 1 }
+        var value = 0
+        let digitsStart = position
+        while position < bytes.count, position - digitsStart < 12,
+            let digit = Character(UnicodeScalar(bytes[position])).hexDigitValue, hex || digit < 10
+        {
+            value = value * (hex ? 16 : 10) + digit
+            position += 1
+        }
+        guard position > digitsStart, position < bytes.count, bytes[position] == UInt8(ascii: ";"), value == 0xFEFF
+        else { return nil }
+        return position + 1 - index
+    }
+
+    /// `object` with the marker at the start of each string and dictionary key turned back into
+    /// U+FEFF.
+    static func restoringBOMs(in object: Any, marker: String) -> Any {
+        let markerScalars = Array(marker.unicodeScalars)
+        func restore(_ text: String) -> String {
+            guard text.unicodeScalars.starts(with: markerScalars) else { return text }
+            var scalars = String.UnicodeScalarView()
+            scalars.append("\u{FEFF}")
+            scalars.append(contentsOf: text.unicodeScalars.dropFirst(markerScalars.count))
+            return String(scalars)
+        }
+        func walk(_ object: Any) -> Any {
+            switch object {
+            case let text as String:
+                return restore(text)
+            case let array as [Any]:
+                return array.map(walk)
+            case let dictionary as [String: Any]:
+                var result: [String: Any] = [:]
+                result.reserveCapacity(dictionary.count)
+                for (key, value) in dictionary { result[restore(key)] = walk(value) }
+                return result
+            default:
+                return object
+            }
+        }
+        return walk(object)
     }
 
     static func xml(fromBinary data: Data) throws -> Data {

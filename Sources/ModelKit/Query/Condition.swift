@@ -5,41 +5,52 @@ import Foundation
 /// ```swift
 /// Author.query().where(\.age, .between(24, 35))
 /// Author.query().where(\.name, .beginsWith("jo", options: .caseInsensitive))
+/// Author.query().where(\.name, .equals("émile", options: [.caseInsensitive, .diacriticInsensitive]))
 /// Post.query().where(\.tags, .containsAny(["swift", "ios"]))
 /// Author.query().where(\.birthday, .exists())
 /// ```
 ///
 /// Conditions combine with `&&`, `||` and `!` when they are on the same property:
 /// `.where(\.age, .lessThan(20) || .greaterThan(60))`.
+///
+/// On an optional property, a condition on the wrapped type decides nil as the string-key form
+/// and the query language do: `notEquals` and `notIn` match nil, every other condition doesn't,
+/// and `&&`, `||` and `!` combine those answers (`!.equals("x")` matches nil, like
+/// `.notEquals("x")`). A condition made with ``init(_:)`` doesn't match nil.
 public struct Condition<Value> {
     @usableFromInline let test: (Value) -> Bool
     /// How an index on the property can answer the condition, if one can.
     @usableFromInline var plan: IndexPlan<Value>?
+    /// Whether a nil optional property satisfies the condition: what the string-key form answers
+    /// for nil (see `ModelPredicate.where` on optionals).
+    @usableFromInline var matchesNil = false
 
-    /// A condition that runs `test` on the property's value.
+    /// A condition that runs `test` on the property's value. On an optional property, it doesn't
+    /// match nil.
     @inlinable
     public init(_ test: @escaping (Value) -> Bool) {
         self.test = test
     }
 
-    @inlinable init(plan: IndexPlan<Value>, _ test: @escaping (Value) -> Bool) {
+    @inlinable init(plan: IndexPlan<Value>?, matchesNil: Bool = false, _ test: @escaping (Value) -> Bool) {
         self.test = test
         self.plan = plan
+        self.matchesNil = matchesNil
     }
 
     /// Both conditions hold.
     @inlinable public static func && (lhs: Self, rhs: Self) -> Self {
-        Self { lhs.test($0) && rhs.test($0) }
+        Self(plan: nil, matchesNil: lhs.matchesNil && rhs.matchesNil) { lhs.test($0) && rhs.test($0) }
     }
 
     /// Either condition holds.
     @inlinable public static func || (lhs: Self, rhs: Self) -> Self {
-        Self { lhs.test($0) || rhs.test($0) }
+        Self(plan: nil, matchesNil: lhs.matchesNil || rhs.matchesNil) { lhs.test($0) || rhs.test($0) }
     }
 
     /// The condition doesn't hold.
     @inlinable public static prefix func ! (condition: Self) -> Self {
-        Self { !condition.test($0) }
+        Self(plan: nil, matchesNil: !condition.matchesNil) { !condition.test($0) }
     }
 }
 
@@ -47,16 +58,18 @@ extension Condition where Value: Equatable {
     /// The property equals `value`.
     @inlinable public static func equals(_ value: Value) -> Self { Self(plan: .equals(value)) { $0 == value } }
 
-    /// The property differs from `value`.
-    @inlinable public static func notEquals(_ value: Value) -> Self { Self { $0 != value } }
+    /// The property differs from `value`. On an optional property, nil differs from every value.
+    @inlinable public static func notEquals(_ value: Value) -> Self { Self(plan: nil, matchesNil: true) { $0 != value } }
 
     /// The property equals one of `values`.
     ///
     /// - Complexity: O(*k*) per model for *k* values (O(1) when the values are `Hashable`).
     @inlinable public static func `in`(_ values: [Value]) -> Self { Self(plan: .oneOf(values)) { values.contains($0) } }
 
-    /// The property equals none of `values`.
-    @inlinable public static func notIn(_ values: [Value]) -> Self { Self { !values.contains($0) } }
+    /// The property equals none of `values`. On an optional property, nil equals none of them.
+    @inlinable public static func notIn(_ values: [Value]) -> Self {
+        Self(plan: nil, matchesNil: true) { !values.contains($0) }
+    }
 }
 
 extension Condition where Value: Hashable {
@@ -66,10 +79,11 @@ extension Condition where Value: Hashable {
         return Self(plan: .oneOf(values)) { set.contains($0) }
     }
 
-    /// The property equals none of `values`, looked up in a set.
+    /// The property equals none of `values`, looked up in a set. On an optional property, nil
+    /// equals none of them.
     @inlinable public static func notIn(_ values: [Value]) -> Self {
         let set = Set(values)
-        return Self { !set.contains($0) }
+        return Self(plan: nil, matchesNil: true) { !set.contains($0) }
     }
 }
 
@@ -127,6 +141,73 @@ extension Condition where Value == String {
     }
 }
 
+// String options on equality, membership and ordering, as the string-key form and the query
+// language (`=[c]`, `IN[cd]`, `<[c]`) take them. The options are not defaulted, so that
+// `.equals("x")` stays the plain condition an index can answer. Text compares folded, exactly as
+// `QueryCondition` compares it.
+extension Condition where Value == String {
+    /// The property equals `value` under `options`: `.equals("emile", options: [.caseInsensitive,
+    /// .diacriticInsensitive])` matches "Émile".
+    public static func equals(_ value: String, options: StringOptions) -> Self {
+        guard !options.isEmpty else { return equals(value) }
+        let folded = value.folded(options)
+        return Self { $0.folded(options) == folded }
+    }
+
+    /// The property differs from `value` under `options`. On an optional property, nil differs.
+    public static func notEquals(_ value: String, options: StringOptions) -> Self {
+        let folded = value.folded(options)
+        return Self(plan: nil, matchesNil: true) { $0.folded(options) != folded }
+    }
+
+    /// The property equals one of `values` under `options`.
+    ///
+    /// - Complexity: O(*m*) per model for a property of length *m*: the folded values are looked
+    ///   up in a set.
+    public static func `in`(_ values: [String], options: StringOptions) -> Self {
+        guard !options.isEmpty else { return `in`(values) }
+        let set = Set(values.map { $0.folded(options) })
+        return Self { set.contains($0.folded(options)) }
+    }
+
+    /// The property equals none of `values` under `options`. On an optional property, nil equals
+    /// none of them.
+    public static func notIn(_ values: [String], options: StringOptions) -> Self {
+        let set = Set(values.map { $0.folded(options) })
+        return Self(plan: nil, matchesNil: true) { !set.contains($0.folded(options)) }
+    }
+
+    /// The property orders after `value` under `options` (`>[c]`).
+    public static func greaterThan(_ value: String, options: StringOptions) -> Self {
+        ordered(value, options) { $0 > $1 } ?? greaterThan(value)
+    }
+
+    /// The property orders after `value`, or equals it, under `options` (`>=[c]`).
+    public static func greaterThanOrEqual(_ value: String, options: StringOptions) -> Self {
+        ordered(value, options) { $0 >= $1 } ?? greaterThanOrEqual(value)
+    }
+
+    /// The property orders before `value` under `options` (`<[c]`).
+    public static func lessThan(_ value: String, options: StringOptions) -> Self {
+        ordered(value, options) { $0 < $1 } ?? lessThan(value)
+    }
+
+    /// The property orders before `value`, or equals it, under `options` (`<=[c]`).
+    public static func lessThanOrEqual(_ value: String, options: StringOptions) -> Self {
+        ordered(value, options) { $0 <= $1 } ?? lessThanOrEqual(value)
+    }
+
+    /// A comparison of the folded property with the folded `value`; `nil` without options (the
+    /// plain condition, which an index can answer, applies).
+    private static func ordered(_ value: String, _ options: StringOptions, _ compare: @escaping (String, String) -> Bool)
+        -> Self?
+    {
+        guard !options.isEmpty else { return nil }
+        let folded = value.folded(options)
+        return Self { compare($0.folded(options), folded) }
+    }
+}
+
 extension Condition where Value: Sequence, Value.Element: Equatable {
     /// The array property has `element` as an element.
     @inlinable public static func contains(_ element: Value.Element) -> Self { Self { $0.contains(element) } }
@@ -139,6 +220,26 @@ extension Condition where Value: Sequence, Value.Element: Equatable {
     /// The array property has at least one of `elements`.
     @inlinable public static func containsAny(_ elements: [Value.Element]) -> Self {
         Self { value in elements.contains { value.contains($0) } }
+    }
+}
+
+extension Condition where Value: Sequence, Value.Element == String {
+    /// The array property has an element equal to `element` under `options` (`CONTAINS[c]`).
+    public static func contains(_ element: String, options: StringOptions) -> Self {
+        let folded = element.folded(options)
+        return Self { $0.contains { $0.folded(options) == folded } }
+    }
+
+    /// The array property has, for every one of `elements`, an element equal to it under `options`.
+    public static func containsAll(_ elements: [String], options: StringOptions) -> Self {
+        let wanted = Set(elements.map { $0.folded(options) })
+        return Self { value in wanted.isSubset(of: value.map { $0.folded(options) }) }
+    }
+
+    /// The array property has an element equal to one of `elements` under `options`.
+    public static func containsAny(_ elements: [String], options: StringOptions) -> Self {
+        let wanted = Set(elements.map { $0.folded(options) })
+        return Self { value in value.contains { wanted.contains($0.folded(options)) } }
     }
 }
 

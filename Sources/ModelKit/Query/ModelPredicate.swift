@@ -54,16 +54,23 @@ public struct ModelPredicate<M: Model> {
         return Self(.typed({ test($0.storage.values[keyPath: keyPath]) }, probe))
     }
 
-    /// The optional property at `keyPath` is not nil and satisfies `condition`.
+    /// The optional property at `keyPath` satisfies `condition`: a value is tested, and nil
+    /// matches as the string-key form decides (`notEquals` and `notIn` match nil, other conditions
+    /// don't; see ``Condition``).
+    ///
+    /// ```swift
+    /// Author.query().where(\.nickname, .notEquals("jo"))   // also the authors without a nickname
+    /// ```
     @inlinable
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value?>, _ condition: Condition<Value>) -> Self {
         let test = condition.test
+        let matchesNil = condition.matchesNil
         if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
             return Self(
                 .typed(
                     { model in
                         model.storage.box.withValuesPointer { pointer in
-                            guard let value = pointer.load(fromByteOffset: offset, as: Value?.self) else { return false }
+                            guard let value = pointer.load(fromByteOffset: offset, as: Value?.self) else { return matchesNil }
                             return test(value)
                         }
                     }, nil))
@@ -71,7 +78,7 @@ public struct ModelPredicate<M: Model> {
         return Self(
             .typed(
                 {
-                    guard let value = $0.storage.values[keyPath: keyPath] else { return false }
+                    guard let value = $0.storage.values[keyPath: keyPath] else { return matchesNil }
                     return test(value)
                 }, nil))
     }
@@ -248,13 +255,18 @@ extension ModelPredicate.Node {
             if let index = indexes.first(where: { $0.key == key }) {
                 return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
             }
-            if let field = PropertyLayout.of(M.self).fields[key] {
-                if let matcher = FieldMatcher.make(field, condition) {
-                    return { model in model.storage.box.withValuesPointer(matcher) }
-                }
+            let layout = PropertyLayout.of(M.self)
+            if let matcher = layout.matcher(for: path, condition) {
                 return { model in
-                    try condition.matches(
-                        model.storage.box.withValuesPointer { field.read($0) }, key: key, modelName: M.modelName)
+                    let storage = model.storage
+                    return storage.box.withValuesPointer { matcher($0, storage.lookupContext) }
+                }
+            }
+            if let read = layout.reader(for: path) {
+                return { model in
+                    let storage = model.storage
+                    return try condition.matches(
+                        storage.box.withValuesPointer { read($0, storage.lookupContext) }, key: key, modelName: M.modelName)
                 }
             }
             return { model in try condition.matches(reader.value(at: path, of: model), key: key, modelName: M.modelName) }

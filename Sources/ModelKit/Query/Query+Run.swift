@@ -130,46 +130,99 @@ extension Query {
     /// The matches in the query's order; without sort keys, in model-id order, so that pages
     /// are stable.
     private func ordered(_ models: [M]) throws(QueryError) -> [M] {
-        guard !sortKeys.isEmpty else { return models.sorted { $0.modelId < $1.modelId } }
-        return try guarded {
-            let evaluator = PropertyValues<M>()
-            // Values for string keys are read once per model, not once per comparison.
-            var rows: [(model: M, values: [ModelValue])] = []
-            rows.reserveCapacity(models.count)
-            for model in models {
-                var values: [ModelValue] = []
-                for key in sortKeys {
-                    switch key {
-                    case .typed: values.append(.null)
-                    case .keyed(let path, _, _): values.append(try evaluator.value(at: path, of: model))
-                    case .distance(let path, let center):
-                        let point = try evaluator.value(at: path, of: model).geoPoint
-                        values.append(.double(point.map { $0.distance(to: center) } ?? .infinity))
-                    }
-                }
-                rows.append((model, values))
-            }
-            try rows.sort { a, b in
-                for (index, key) in sortKeys.enumerated() {
-                    let result: ComparisonResult
-                    let ascending: Bool
-                    switch key {
-                    case .typed(let up, let compare):
-                        result = compare(a.model.storage.values, b.model.storage.values)
-                        ascending = up
-                    case .keyed(let path, let up, let options):
-                        result = try Self.order(a.values[index], b.values[index], options: options, key: path)
-                        ascending = up
-                    case .distance(let path, _):
-                        result = try Self.order(a.values[index], b.values[index], options: [], key: path)
-                        ascending = true
-                    }
-                    if result != .orderedSame { return (result == .orderedAscending) == ascending }
-                }
-                return a.model.modelId < b.model.modelId
-            }
-            return rows.map(\.model)
+        guard !sortKeys.isEmpty else {
+            let ids = models.map(\.modelId)
+            return ids.indices.sorted { ids[$0] < ids[$1] }.map { models[$0] }
         }
+        return try guarded {
+            // Values for string keys are read once per model, not once per comparison: in place
+            // where the layout allows, and strings folded once under the key's options.
+            let evaluator = PropertyValues<M>()  // encodes a model once for all keys not read in place
+            let readers = sortKeys.map { Self.sortValueReader($0, evaluator) }
+            let width = readers.count
+            var values: [ModelValue] = []
+            values.reserveCapacity(models.count * width)
+            for model in models {
+                for read in readers { values.append(try read(model)) }
+            }
+            // Positions are sorted, not (model, values) rows: moving rows of a generic model type
+            // went through value witnesses and cost more than the comparisons.
+            let comparators = sortKeys.enumerated().map { column, key in
+                Self.comparator(key, column: column, width: width, models: models, values: values)
+            }
+            let ids = models.map(\.modelId)
+            var positions = Array(models.indices)
+            try positions.sort { a, b in
+                for compare in comparators {
+                    let result = try compare(a, b)
+                    if result != .orderedSame { return result == .orderedAscending }
+                }
+                return ids[a] < ids[b]
+            }
+            return positions.map { models[$0] }
+        }
+    }
+
+    /// The order of the models at two positions by `key`, descending keys already flipped.
+    /// `values` holds `width` sort values per model; this key's is at `column`.
+    private static func comparator(_ key: SortKey<M>, column: Int, width: Int, models: [M], values: [ModelValue])
+        -> (Int, Int) throws -> ComparisonResult
+    {
+        switch key {
+        case .typed(let ascending, let compare):
+            return { a, b in
+                let result = compare(models[a], models[b])
+                return ascending ? result : flipped(result)
+            }
+        case .keyed(let path, let ascending, _):
+            // Strings are already folded under the key's options.
+            return { a, b in
+                let result = try order(values[a * width + column], values[b * width + column], options: [], key: path)
+                return ascending ? result : flipped(result)
+            }
+        case .distance(let path, _):
+            return { a, b in try order(values[a * width + column], values[b * width + column], options: [], key: path) }
+        }
+    }
+
+    private static func flipped(_ result: ComparisonResult) -> ComparisonResult {
+        switch result {
+        case .orderedAscending: .orderedDescending
+        case .orderedDescending: .orderedAscending
+        case .orderedSame: .orderedSame
+        }
+    }
+
+    /// What a sort key compares for a model: `.null` for a typed key (compared on the model), the
+    /// value at a string key (a string folded under the key's options), or the distance of a
+    /// point from the centre (infinity without a point).
+    private static func sortValueReader(_ key: SortKey<M>, _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
+        switch key {
+        case .typed:
+            return { _ in .null }
+        case .keyed(let path, _, let options):
+            let read = valueReader(path, evaluator)
+            guard !options.isEmpty else { return read }
+            return { model in
+                let value = try read(model)
+                if case .string(let text) = value { return .string(text.folded(options)) }
+                return value
+            }
+        case .distance(let path, let center):
+            let read = valueReader(path, evaluator)
+            return { model in .double(try read(model).geoPoint.map { $0.distance(to: center) } ?? .infinity) }
+        }
+    }
+
+    /// Reads the value at `path`: in place when the layout allows, else by encoding the model.
+    private static func valueReader(_ path: [String], _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
+        if let read = PropertyLayout.of(M.self).reader(for: path) {
+            return { model in
+                let storage = model.storage
+                return storage.box.withValuesPointer { read($0, storage.lookupContext) }
+            }
+        }
+        return { model in try evaluator.value(at: path, of: model) }
     }
 
     /// The sort order of two values read by string key: nil first, then by value.

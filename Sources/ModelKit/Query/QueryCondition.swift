@@ -52,25 +52,29 @@ public struct QueryCondition: Sendable {
         Self(.equal, [value.queryValue], options: options)
     }
 
-    /// The property differs from `value`.
+    /// The property differs from `value`. A nil property differs from every value but nil.
     public static func notEquals(_ value: some QueryValueConvertible, options: StringOptions = []) -> Self {
         Self(.notEqual, [value.queryValue], options: options)
     }
 
-    /// The property is greater than `value`. A nil property matches no ordering condition.
-    public static func greaterThan(_ value: some QueryValueConvertible) -> Self { Self(.greater, [value.queryValue]) }
-
-    /// The property is greater than or equal to `value`.
-    public static func greaterThanOrEqual(_ value: some QueryValueConvertible) -> Self {
-        Self(.greaterOrEqual, [value.queryValue])
+    /// The property is greater than `value`. A nil property matches no ordering condition. Strings compare under `options`.
+    public static func greaterThan(_ value: some QueryValueConvertible, options: StringOptions = []) -> Self {
+        Self(.greater, [value.queryValue], options: options)
     }
 
-    /// The property is less than `value`.
-    public static func lessThan(_ value: some QueryValueConvertible) -> Self { Self(.less, [value.queryValue]) }
+    /// The property is greater than or equal to `value`. Strings compare under `options`.
+    public static func greaterThanOrEqual(_ value: some QueryValueConvertible, options: StringOptions = []) -> Self {
+        Self(.greaterOrEqual, [value.queryValue], options: options)
+    }
 
-    /// The property is less than or equal to `value`.
-    public static func lessThanOrEqual(_ value: some QueryValueConvertible) -> Self {
-        Self(.lessOrEqual, [value.queryValue])
+    /// The property is less than `value`. Strings compare under `options`.
+    public static func lessThan(_ value: some QueryValueConvertible, options: StringOptions = []) -> Self {
+        Self(.less, [value.queryValue], options: options)
+    }
+
+    /// The property is less than or equal to `value`. Strings compare under `options`.
+    public static func lessThanOrEqual(_ value: some QueryValueConvertible, options: StringOptions = []) -> Self {
+        Self(.lessOrEqual, [value.queryValue], options: options)
     }
 
     /// The property equals one of `values`.
@@ -78,7 +82,7 @@ public struct QueryCondition: Sendable {
         Self(.in, values.map(\.queryValue), options: options)
     }
 
-    /// The property equals none of `values`.
+    /// The property equals none of `values`. A nil property matches unless `values` holds nil.
     public static func notIn<V: QueryValueConvertible>(_ values: [V], options: StringOptions = []) -> Self {
         Self(.notIn, values.map(\.queryValue), options: options)
     }

@@ -147,6 +147,8 @@ final class PropertyEncoder: Encoder {
                 throw SerializationError(error.code, path: describe(path), expected: error.expected, found: error.found)
             }
         }
+        // Sets and dictionaries in a stable order, so that equal models give equal values.
+        if let unordered = value as? any StableOrderEncodable { return try box(unordered.inStableOrder(), at: path) }
         guard depth < SerializationError.maximumDepth else {
             throw SerializationError(
                 .nestingTooDeep, path: describe(path),
