@@ -54,6 +54,13 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard document.kind(of: node) == .object else { throw mismatch("an object", node, codingPath) }
+        do {
+            try document.checkKeys(of: node)
+        } catch let error as SerializationError {
+            throw SerializationError(
+                error.code, path: describe(codingPath), byteOffset: error.byteOffset, expected: error.expected,
+                found: error.found)
+        }
         var defaultObject: ModelValue.Object?
         if case .object(let object)? = defaults { defaultObject = object }
         return KeyedDecodingContainer(TreeKeyedContainer<Key, D>(decoder: self, object: node, defaults: defaultObject))
@@ -285,15 +292,13 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
         self.defaults = defaults
     }
 
+    /// The keys the type knows. Every key was checked to be a readable string when the
+    /// container was made (``TreeDecoder/container(keyedBy:)``), so none is dropped here.
     var allKeys: [Key] {
         var keys: [Key] = []
-        var cursor = document.startCursor(of: object)
-        let count = (try? document.count(of: object)) ?? 0
-        for _ in 0..<count {
-            guard let key = try? document.next(in: object, cursor: &cursor).key, let text = try? document.string(key),
-                let typed = Key(stringValue: text)
-            else { continue }
-            keys.append(typed)
+        try? document.forEach(in: object) { key, _ in
+            if let text = try? document.string(key), let typed = Key(stringValue: text) { keys.append(typed) }
+            return true
         }
         return keys
     }

@@ -62,11 +62,16 @@ protocol TreeDocument {
     /// shortcut for documents whose nodes are shared (``nodesAreShared``): matching six object
     /// numbers instead of reading each member.
     func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID?
+    /// Fails unless every key of the object node is a readable string: `allKeys` of a keyed
+    /// container cannot throw, so a key it could not read would be dropped silently.
+    func checkKeys(of object: Int) throws
 }
 
 extension TreeDocument {
     func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? { nil }
     func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID? { nil }
+    /// JSON keys are strings by the grammar, and the parser has checked their text.
+    func checkKeys(of object: Int) throws {}
 
     /// The elements of an array node.
     func elements(of node: Int) throws -> [Int] {
