@@ -15,7 +15,9 @@ struct BinaryPlistDocument: TreeDocument {
     let tableOffset: Int
 
     static func isBinaryPlist(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.count >= 8 && memcmp(bytes.baseAddress!, "bplist0", 7) == 0
+        // Version 00 only: `bplist01` and later are other formats, whose objects this reader
+        // would misread.
+        bytes.count >= 8 && memcmp(bytes.baseAddress!, "bplist00", 8) == 0
     }
 
     init(bytes: UnsafeBufferPointer<UInt8>) throws {
