@@ -57,9 +57,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
         do {
             try document.checkKeys(of: node)
         } catch let error as SerializationError {
-            throw SerializationError(
-                error.code, path: describe(codingPath), byteOffset: error.byteOffset, expected: error.expected,
-                found: error.found)
+            throw error.at(path: describe(codingPath))
         }
         var defaultObject: ModelValue.Object?
         if case .object(let object)? = defaults { defaultObject = object }
@@ -83,12 +81,22 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             found: document.describeNode(node))
     }
 
+    /// The number at `node`; a number the document cannot read (out of `Double`'s range) is
+    /// reported at `path`.
+    private func number(_ node: Int, _ path: () -> [any CodingKey]) throws -> NodeNumber {
+        do {
+            return try document.number(node)
+        } catch let error as SerializationError {
+            throw error.at(path: describe(path()))
+        }
+    }
+
     func bool(_ node: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
         switch document.kind(of: node) {
         case .bool: return document.bool(node)
         case .integer:
             // ModelKit for Objective-C wrote booleans as 0 and 1.
-            switch try document.number(node) {
+            switch try number(node, path) {
             case .int(0): return false
             case .int(1): return true
             default: break
@@ -111,7 +119,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
                 .numberOutOfRange, path: describe(path()), byteOffset: document.byteOffset(of: node),
                 expected: "\(I.self) (\(I.min)...\(I.max))", found: "number \(shown)")
         }
-        switch try document.number(node) {
+        switch try number(node, path) {
         case .int(let number):
             guard let result = I(exactly: number) else { throw outOfRange("\(number)") }
             return result
@@ -119,8 +127,8 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             guard let result = I(exactly: number) else { throw outOfRange("\(number)") }
             return result
         case .double(let number):
-            if let result = I(exactly: number) { return result }
-            if number.isFinite, number == number.rounded() { throw outOfRange("\(number)") }
+            if let result = NumberRange.integer(I.self, exactly: number) { return result }
+            if number.isFinite, number == number.rounded() { throw outOfRange(NumberRange.describe(number)) }
             throw mismatch("\(I.self) (a whole number)", node, path())
         }
     }
@@ -128,7 +136,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     func double(_ node: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch document.kind(of: node) {
         case .integer, .real:
-            switch try document.number(node) {
+            switch try number(node, path) {
             case .int(let number): return Double(number)
             case .uint(let number): return Double(number)
             case .double(let number): return number

@@ -49,6 +49,15 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
             byteOffset: byteOffset, expected: expected, found: found)
     }
 
+    /// The error at `path` (a property path such as `properties.count`) when it has none yet:
+    /// for errors from readers that know bytes, not properties.
+    func at(path newPath: String) -> SerializationError {
+        guard path.isEmpty else { return self }
+        return SerializationError(
+            code, modelIndex: modelIndex, modelName: modelName, path: newPath, byteOffset: byteOffset, expected: expected,
+            found: found)
+    }
+
     /// The error without its byte offset: for input read through a conversion, whose offsets
     /// are not the file's.
     func withoutByteOffset() -> SerializationError {
