@@ -117,3 +117,93 @@ struct HostileFileTests {
         #expect(error.found == "number 7")
     }
 }
+
+/// A context holds one model per type and object id: a file must not make it drop one silently.
+@Suite("Object id clashes")
+struct ObjectIdClashTests {
+    init() throws {
+        try ModelRegistry.register(Note.self, Author.self)
+    }
+
+    static let id1 = "00000000-0000-0000-0000-000000000001"
+    static let id2 = "00000000-0000-0000-0000-000000000002"
+    static let id3 = "00000000-0000-0000-0000-000000000003"
+
+    func note(_ id: String, objectId: String?, text: String, name: String = "Note") -> String {
+        let object = objectId.map { #","objectId":"\#($0)""# } ?? ""
+        return #"{"model":"\#(name)","modelId":"\#(id)"\#(object),"properties":{"text":"\#(text)"}}"#
+    }
+
+    func file(_ models: String...) -> Data {
+        Data(#"{"format":"ModelKit","version":1,"models":[\#(models.joined(separator: ","))]}"#.utf8)
+    }
+
+    @Test("two models of one type with one object id in a file are a typed error, in every format", arguments: PersistenceFormat.allCases)
+    func duplicateInFile(format: PersistenceFormat) throws {
+        let json = file(note(Self.id1, objectId: "x", text: "a"), note(Self.id2, objectId: "x", text: "b"))
+        let data = try converting(json, to: format)
+        for context in [ModelContext(), ModelContext()] {
+            let before = try snapshot(context)
+            let error = #expect(throws: SerializationError.self) { try context.load(data) }
+            #expect(error?.code == .duplicateObjectId)
+            #expect(error?.modelIndex == 1)
+            #expect(error?.path == "objectId")
+            #expect(error?.found == #""x", already the object id of model index 0"#)
+            #expect(try snapshot(context) == before)
+            _ = Author.instance(in: context)  // the second round loads into a context that is not empty
+        }
+    }
+
+    @Test("the same object id on models of two types is no clash")
+    func sameObjectIdOtherType() throws {
+        let context = ModelContext()
+        let author = #"{"model":"Author","modelId":"\#(Self.id2)","objectId":"x","properties":{}}"#
+        try context.load(file(note(Self.id1, objectId: "x", text: "a"), author))
+        #expect(context.model(Note.self, objectId: "x")?.text == "a")
+        #expect(context.model(Author.self, objectId: "x") != nil)
+    }
+
+    @Test("a model whose object id belongs to another model in the context is a typed error, and nothing loads")
+    func clashWithContext() throws {
+        let context = ModelContext()
+        try context.load(file(note(Self.id1, objectId: "x", text: "held")))
+        let before = try snapshot(context)
+        let data = file(note(Self.id3, objectId: nil, text: "other"), note(Self.id2, objectId: "x", text: "new"))
+        let error = #expect(throws: SerializationError.self) { try context.load(data) }
+        #expect(error?.code == .duplicateObjectId)
+        #expect(error?.modelIndex == 1)
+        #expect(error?.found == #""x", the object id of model \#(Self.id1) in the context"#)
+        #expect(try snapshot(context) == before)
+    }
+
+    @Test("a file may move an object id from one model to another in the context in one load")
+    func objectIdMoves() throws {
+        let context = ModelContext()
+        try context.load(file(note(Self.id1, objectId: "x", text: "first")))
+        try context.load(file(note(Self.id1, objectId: "y", text: "first"), note(Self.id2, objectId: "x", text: "second")))
+        #expect(context.model(Note.self, objectId: "x")?.text == "second")
+        #expect(context.model(Note.self, objectId: "y")?.text == "first")
+        // Loading a model again, with its own object id, is no clash either.
+        try context.load(file(note(Self.id2, objectId: "x", text: "again")))
+        #expect(context.model(Note.self, objectId: "x")?.text == "again")
+    }
+}
+
+extension ObjectIdClashTests {
+    @Test("the model-level decoder applies the same object id rules")
+    func modelLevelDecoder() throws {
+        let context = ModelContext()
+        let array = "[" + note(Self.id1, objectId: "x", text: "a") + "," + note(Self.id2, objectId: "x", text: "b") + "]"
+        let error = #expect(throws: SerializationError.self) { _ = try Note.instance(fromJSON: Data(array.utf8), in: context) }
+        #expect(error?.code == .duplicateObjectId)
+        #expect(error?.modelIndex == 1)
+        #expect(context.isEmpty)
+        let held = try Note.instance(fromJSON: Data(note(Self.id1, objectId: "x", text: "held").utf8), in: context)
+        let clash = #expect(throws: SerializationError.self) {
+            _ = try Note.instance(fromJSON: Data(self.note(Self.id2, objectId: "x", text: "b").utf8), in: context)
+        }
+        #expect(clash?.code == .duplicateObjectId)
+        #expect(context.model(Note.self, objectId: "x") === held)
+        #expect(context.count == 1)
+    }
+}

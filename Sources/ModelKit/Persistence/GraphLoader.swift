@@ -233,6 +233,7 @@ final class GraphLoader {
         if isStreaming, pendingCount > 0 { throw StreamingUnavailable() }
         decodeInParallel()
         try decodeAll()
+        try checkObjectIds()
         commit()
     }
 
@@ -247,8 +248,20 @@ final class GraphLoader {
         let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
         decodeInParallel()
         try decodeAll()
+        try checkObjectIds()
         commit()
         return rootInstance
+    }
+
+    /// Fails when a model's object id clashes with another's (see ``ObjectIdCheck``).
+    private func checkObjectIds() throws {
+        let entries = headers.indices.lazy.compactMap { index -> ObjectIdCheck.Entry? in
+            let header = self.headers[index]
+            guard let objectId = header.objectId, let type = self.instanceTypes[index] ?? self.type(named: header.name)
+            else { return nil }
+            return ObjectIdCheck.Entry(index: index, name: header.name, id: header.id, objectId: objectId, type: type)
+        }
+        try ObjectIdCheck.check(entries, against: contextWasEmpty ? nil : context) { positions.index(of: $0) != nil }
     }
 
     private func commit() {

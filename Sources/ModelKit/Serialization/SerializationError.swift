@@ -98,6 +98,9 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         public static let danglingPointer = Code("danglingPointer")
         /// Two models in the data share a model id.
         public static let duplicateModelId = Code("duplicateModelId")
+        /// Two models of one type share an object id: in the data, or one in the data and one
+        /// in the context. A context holds one model per type and object id.
+        public static let duplicateObjectId = Code("duplicateObjectId")
         /// A model id that is not in the `8-4-4-4-12` hexadecimal form.
         public static let invalidModelId = Code("invalidModelId")
         /// The data or the model type does not match what the caller or the context expects
