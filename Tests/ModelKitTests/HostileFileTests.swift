@@ -207,3 +207,113 @@ extension ObjectIdClashTests {
         #expect(context.count == 1)
     }
 }
+
+/// A binary property list may use one object many times; what it decodes to is bounded by its
+/// size (``DecodedSizeLimit``).
+@Suite("Decoded size")
+struct DecodedSizeTests {
+    init() throws {
+        try ModelRegistry.register(Everything.self, Note.self)
+    }
+
+    static let id = "00000000-0000-0000-0000-000000000001"
+
+    /// A file of one `Everything` whose `property` is the object `value` makes.
+    func file(_ property: String, _ value: (inout PlistBuilder) -> Int) -> Data {
+        var plist = PlistBuilder()
+        let node = value(&plist)
+        let properties = plist.dictionary([(plist.string(property), node)])
+        let model = plist.model("Everything", id: Self.id, properties: properties)
+        return plist.data(top: model)
+    }
+
+    func expectLimit(_ data: Data) throws {
+        let context = ModelContext()
+        Note.instance(in: context).text = "before"
+        let before = try snapshot(context)
+        let error = #expect(throws: SerializationError.self) { try context.load(data) }
+        #expect(error?.code == .limitExceeded)
+        #expect(error?.modelIndex == 0)
+        #expect(error?.expected.contains("bytes of decoded values for a file of \(data.count) bytes") == true)
+        #expect(try snapshot(context) == before)
+        let empty = ModelContext()
+        #expect(throws: SerializationError.self) { try empty.load(data) }
+        #expect(empty.isEmpty)
+    }
+
+    @Test("20,000 uses of one 1 MiB string share one decoded string instead of taking 20 GB", .timeLimit(.minutes(1)))
+    func sharedLargeString() throws {
+        let data = file("strings") { plist in
+            let big = plist.string(String(repeating: "x", count: 1 << 20))
+            return plist.array(Array(repeating: big, count: 20_000))
+        }
+        #expect(data.count < 1_100_000)
+        let context = ModelContext()
+        try context.load(data)
+        let strings = try #require(context.models(of: Everything.self).first).strings
+        #expect(strings.count == 20_000)
+        // One storage for all: the same bytes at the same address.
+        var first = strings[0]
+        var last = strings[19_999]
+        let firstBase = first.withUTF8 { $0.baseAddress }
+        let lastBase = last.withUTF8 { $0.baseAddress }
+        #expect(firstBase == lastBase)
+        #expect(last.utf8.count == 1 << 20)
+    }
+
+    @Test("a 140 KB file of uses of a hundred distinct 1 KiB strings stops at the limit")
+    func manyUsesOfDistinctStrings() throws {
+        // Each string is decoded once (100 KiB in all), but every use is an element: 20,000
+        // uses of the array of 100 would take 32 MB, past 32 times the file's size.
+        let data = file("nested") { plist in
+            let texts = (0..<100).map { plist.string(String(repeating: "x", count: 1000) + "\($0)") }
+            let inner = plist.array(texts)
+            return plist.array(Array(repeating: inner, count: 20_000))
+        }
+        #expect(data.count < 150_000)
+        try expectLimit(data)
+    }
+
+    @Test("a 12 KB array of shared arrays stops at the limit instead of making 9 million strings", .timeLimit(.minutes(1)))
+    func sharedNestedArrays() throws {
+        let data = file("nested") { plist in
+            let leaf = plist.string("s")
+            let inner = plist.array(Array(repeating: leaf, count: 3000))
+            return plist.array(Array(repeating: inner, count: 3000))
+        }
+        #expect(data.count < 13_000)
+        try expectLimit(data)
+    }
+
+    @Test("shared dictionaries count too")
+    func sharedDictionaries() throws {
+        // 3,000 uses of one address with 3,000 extra members: each use is 3,004 elements.
+        var plist = PlistBuilder()
+        let key = plist.string("k")
+        let one = plist.integer(1)
+        let street = plist.string("street")
+        let city = plist.string("city")
+        let coordinates = plist.string("coordinates")
+        let zero = plist.real(0)
+        let point = plist.dictionary([(plist.string("latitude"), zero), (plist.string("longitude"), zero)])
+        let members = [(key: street, value: street), (key: city, value: city), (key: coordinates, value: point)]
+        let address = plist.dictionary(members + Array(repeating: (key: key, value: one), count: 3000))
+        let addresses = plist.array(Array(repeating: address, count: 3000))
+        let properties = plist.dictionary([(plist.string("addresses"), addresses)])
+        let model = plist.model("Everything", id: Self.id, properties: properties)
+        try expectLimit(plist.data(top: model))
+    }
+
+    @Test("sharing within the limit loads, and the values are all there")
+    func sharingWithinLimit() throws {
+        let data = file("strings") { plist in
+            let text = plist.string(String(repeating: "y", count: 10_000))
+            return plist.array(Array(repeating: text, count: 500))
+        }
+        let context = ModelContext()
+        try context.load(data)
+        let model = try #require(context.models(of: Everything.self).first)
+        #expect(model.strings.count == 500)
+        #expect(model.strings.allSatisfy { $0.count == 10_000 })
+    }
+}

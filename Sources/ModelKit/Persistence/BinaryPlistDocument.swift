@@ -13,6 +13,8 @@ struct BinaryPlistDocument: TreeDocument {
     let objectCount: Int
     let topObject: Int
     let tableOffset: Int
+    /// Counts what decoding makes (see ``DecodedSizeLimit``); one per thread.
+    private(set) var meter: DecodedSizeMeter
 
     static func isBinaryPlist(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Version 00 only: `bplist01` and later are other formats, whose objects this reader
@@ -23,6 +25,7 @@ struct BinaryPlistDocument: TreeDocument {
     init(bytes: UnsafeBufferPointer<UInt8>) throws {
         self.bytes = bytes
         let count = bytes.count
+        meter = DecodedSizeMeter(limit: DecodedSizeLimit(inputSize: count))
         guard count >= 40, Self.isBinaryPlist(bytes) else {
             throw SerializationError(
                 .malformedInput, byteOffset: 0, expected: "a binary property list with a trailer",
@@ -55,6 +58,17 @@ struct BinaryPlistDocument: TreeDocument {
                     expected: "an object offset inside the object area (8..<\(tableOffset))", found: "offset \(offset)")
             }
         }
+    }
+
+    /// The document for another thread: the same bytes, its own meter on the same limit.
+    func forAnotherThread() -> BinaryPlistDocument {
+        var copy = self
+        copy.meter = DecodedSizeMeter(limit: meter.limit)
+        return copy
+    }
+
+    func charge(elements count: Int, of node: Int) throws {
+        try meter.charge(count &* DecodedSizeLimit.elementSize, at: offset(of: node))
     }
 
     @inline(__always) private func readInt(at offset: Int, size: Int) -> Int {
@@ -192,6 +206,8 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func checkKeys(of object: Int) throws {
+        // A keyed container's keys and values are what decoding it makes.
+        try charge(elements: count(of: object), of: object)
         try forEach(in: object) { key, _ in
             guard kind(of: key) == .string else {
                 throw SerializationError(
@@ -252,6 +268,17 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func string(_ node: Int) throws -> String {
+        let (count, _) = try extent(node)
+        // A long string is decoded once and shared by every use (a String is a reference to
+        // its storage): a file that uses one many times costs its bytes once.
+        guard count >= DecodedSizeMeter.sharedSize else { return try decodeString(node) }
+        if let shared = meter.strings[node] { return shared }
+        let text = try decodeString(node)
+        meter.strings[node] = text
+        return text
+    }
+
+    private func decodeString(_ node: Int) throws -> String {
         let offset = offset(of: node)
         let marker = bytes[offset]
         let (count, start) = try extent(node)
@@ -261,10 +288,13 @@ struct BinaryPlistDocument: TreeDocument {
             if let bad = raw.firstIndex(where: { $0 >= 0x80 }) {
                 throw malformed(start + bad, "ASCII text in an ASCII string", "byte 0x\(String(raw[bad], radix: 16))")
             }
+            try meter.charge(storage: count, at: offset)
             return String(decoding: raw, as: UTF8.self)
         }
         // Never `describeNode` here: describing a string reads it, which would fail again.
         guard marker >> 4 == 0x6 else { throw malformed(offset, "a string", "marker 0x\(String(marker, radix: 16))") }
+        // Up to three bytes of UTF-8 per UTF-16 unit.
+        try meter.charge(storage: count &* 3, at: offset)
         let units = (0..<count).lazy.map { UInt16(self.bytes[start + 2 * $0]) << 8 | UInt16(self.bytes[start + 2 * $0 + 1]) }
         guard let text = String(validating: units, as: UTF16.self) else {
             throw malformed(start, "valid UTF-16 text", "an unpaired surrogate")
@@ -307,7 +337,12 @@ struct BinaryPlistDocument: TreeDocument {
     func data(_ node: Int) throws -> Data {
         let (count, start) = try extent(node)
         try check(start, count)
-        return Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+        // Shared like long strings (see `string`).
+        if count >= DecodedSizeMeter.sharedSize, let shared = meter.data[node] { return shared }
+        try meter.charge(storage: count, at: offset(of: node))
+        let data = Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+        if count >= DecodedSizeMeter.sharedSize { meter.data[node] = data }
+        return data
     }
 
     func isoDate(_ node: Int) throws -> Date? {

@@ -81,6 +81,7 @@ extension DirectPlan {
         case .strings:
             guard document.kind(of: node) == .array else { return false }
             let count = try document.count(of: node)
+            try document.charge(elements: count, of: node)
             var strings: [String] = []
             strings.reserveCapacity(count)
             var allStrings = true

@@ -258,7 +258,7 @@ final class BinaryPlistSource: ModelSource {
         self.document = document
     }
 
-    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document) }
+    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document.forAnotherThread()) }
 
     func readHeaders(into loader: GraphLoader) throws {
         let top = document.topObject

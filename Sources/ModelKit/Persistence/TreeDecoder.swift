@@ -66,7 +66,9 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard document.kind(of: node) == .array else { throw mismatch("an array", node, codingPath) }
-        return TreeUnkeyedContainer(decoder: self, array: node, count: try document.count(of: node))
+        let count = try document.count(of: node)
+        try document.charge(elements: count, of: node)
+        return TreeUnkeyedContainer(decoder: self, array: node, count: count)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
@@ -233,6 +235,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             var result: [String] = []
             var cursor = document.startCursor(of: node)
             let count = try document.count(of: node)
+            try document.charge(elements: count, of: node)
             result.reserveCapacity(count)
             for index in 0..<count {
                 let element = try document.next(in: node, cursor: &cursor).value

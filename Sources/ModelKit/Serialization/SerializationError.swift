@@ -108,6 +108,10 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         public static let modelTypeConflict = Code("modelTypeConflict")
         /// Values nested deeper than the limit, for example a cycle among non-model objects.
         public static let nestingTooDeep = Code("nestingTooDeep")
+        /// Input that would make more than a documented limit allows, such as a binary property
+        /// list whose shared objects would decode to far more than its size (see
+        /// Docs/Persistence.md, "Limits").
+        public static let limitExceeded = Code("limitExceeded")
         /// Input bytes that are not well-formed (JSON syntax, invalid UTF-8, truncated data).
         public static let malformedInput = Code("malformedInput")
         /// A file written by a newer, incompatible version of the format.
