@@ -149,3 +149,42 @@ struct FileReadingTests {
         try ModelContext().load(plist.data(top: array))
     }
 }
+
+extension FileReadingTests {
+    /// The id table's slots after loading `data` with the general loader (and the error, if any).
+    func idSlots(after data: Data) -> (slots: Int, failed: Bool) {
+        var slots = 0
+        var failed = false
+        do {
+            try withModelSource(for: data) { source in
+                let loader = GraphLoader(context: ModelContext(), options: DeserializationOptions(), source: source)
+                defer { slots = loader.positions.capacity }
+                try loader.loadAll()
+            }
+        } catch {
+            failed = true
+        }
+        return (slots, failed)
+    }
+
+    @Test("a JSON file that fails in its first model has not sized tables from its length")
+    func noTablesBeforeModels() throws {
+        // 8 MiB: sized from its length, the id table would take 16,384 ids (32,768 slots).
+        let head = #"{"format":"ModelKit","version":1,"models":[{"model":"Note","modelId":"not an id"}"#
+        let data = Data(head.utf8) + Data(repeating: UInt8(ascii: " "), count: 8 << 20) + Data("]}".utf8)
+        let result = idSlots(after: data)
+        #expect(result.failed)
+        #expect(result.slots <= 2 * GraphLoader.deferredReservationModels)
+    }
+
+    @Test("a JSON file that yields its first thousand models gets tables sized from its length")
+    func tablesOnceModelsAreRead() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("notes.json")
+            let data = try writeNotes(3_000, to: url)
+            let result = idSlots(after: data)
+            #expect(!result.failed)
+            #expect(result.slots >= data.count / 512)
+        }
+    }
+}

@@ -193,8 +193,24 @@ final class GraphLoader {
 
     /// Sizes the id table for `count` models, when the source can only estimate how many there are.
     func reserveIdCapacity(_ count: Int) {
-        if positions.count == 0 { positions = ModelIDTable(minimumCapacity: count) }
+        positions.reserveCapacity(count)
     }
+
+    /// Reserves room for about `count` models once ``deferredReservationModels`` models have been
+    /// read: a source that can only estimate the count from its size (JSON) would otherwise size
+    /// tables from a file that may fail at its first byte (a 4 GB file took 532 MiB that way).
+    func reserveOnceModelsAreRead(arrays: Int, ids: Int) {
+        reserveArrays(min(arrays, Self.deferredReservationModels))
+        reserveIdCapacity(min(ids, Self.deferredReservationModels))
+        if arrays > Self.deferredReservationModels || ids > Self.deferredReservationModels {
+            deferredReservation = (arrays, ids)
+        }
+    }
+
+    /// How many models a source's input must yield before it is trusted with tables sized from
+    /// its length.
+    static let deferredReservationModels = 1024
+    @exclusivity(unchecked) private var deferredReservation: (arrays: Int, ids: Int)?
 
     /// Adds a model's header, checking that its id is new to the data; returns its index.
     @discardableResult
@@ -214,6 +230,11 @@ final class GraphLoader {
                     found: "\(header.id), already used at model index \(first)")
             }
             made = slot
+        }
+        if index == Self.deferredReservationModels, let reservation = deferredReservation {
+            deferredReservation = nil
+            reserveArrays(reservation.arrays)
+            reserveIdCapacity(reservation.ids)
         }
         headers.append(header)
         instances.append(nil)

@@ -25,8 +25,7 @@ final class JSONSource: ModelSource {
         // large). The arrays, whose unused capacity costs nothing, are sized for one per 256.
         // The blog's models take about 400 bytes each.
         loader.considerWorkers(forAbout: bytes.count / 400)
-        loader.reserveArrays(bytes.count / 256)
-        loader.reserveIdCapacity(bytes.count / 512)
+        loader.reserveOnceModelsAreRead(arrays: bytes.count / 256, ids: bytes.count / 512)
         var scanner = JSONScanner(bytes: bytes, position: 0)
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { scanner.position = 3 }
         scanner.skipWhitespace()
