@@ -73,11 +73,13 @@ struct OutputBufferTests {
         @Test("a chunk that fails to reach the file on another thread is reported, not lost")
         func failedChunk() throws {
             try Self.withFullDevice(chunksHere: 0) { buffer in
-                let error = #expect(throws: CocoaError.self) {
+                let error = #expect(throws: PersistenceError.self) {
                     try Self.fill(buffer, megabytes: 4)
                     try buffer.finishWriting()
                 }
-                #expect(error?.localizedDescription.contains("write failed") == true)
+                #expect(error?.code == .outOfSpace)
+                #expect(error?.errorNumber == ENOSPC)
+                #expect(error?.operation == "write")
             }
         }
 
@@ -85,7 +87,8 @@ struct OutputBufferTests {
         func failedChunkHere() throws {
             try Self.withFullDevice { buffer in
                 buffer.append([UInt8](repeating: 3, count: OutputBuffer.chunkSize))
-                #expect(throws: CocoaError.self) { try buffer.flushIfNeeded() }
+                let error = #expect(throws: PersistenceError.self) { try buffer.flushIfNeeded() }
+                #expect(error?.code == .outOfSpace)
             }
         }
 
@@ -95,7 +98,8 @@ struct OutputBufferTests {
                 // Under one chunk: nothing is handed over before the end.
                 buffer.append([UInt8](repeating: 1, count: 1000))
                 try buffer.flushIfNeeded()
-                #expect(throws: CocoaError.self) { try buffer.finishWriting() }
+                let error = #expect(throws: PersistenceError.self) { try buffer.finishWriting() }
+                #expect(error?.code == .outOfSpace)
             }
         }
     #endif

@@ -38,6 +38,8 @@ struct ModelIDTable {
     private var shift: Int
     /// The number of ids in the table.
     private(set) var count = 0
+    /// The number of slots.
+    var capacity: Int { slots.count }
 
     /// Creates an empty table that holds `minimumCapacity` ids without growing.
     init(minimumCapacity: Int = 0) {
@@ -103,6 +105,17 @@ struct ModelIDTable {
         guard slots[position].index >= 0 else { return }
         slots[position].instance = instance
         slots[position].typeCode = typeCode
+    }
+
+    /// Makes room for `minimumCapacity` ids without growing, keeping the ids already in.
+    mutating func reserveCapacity(_ minimumCapacity: Int) {
+        guard ModelIDHashing.size(for: minimumCapacity).size > slots.count else { return }
+        let old = slots
+        self = ModelIDTable(minimumCapacity: minimumCapacity)
+        for slot in old where slot.index >= 0 {
+            slots[position(of: slot.id)] = slot
+            count += 1
+        }
     }
 
     private mutating func grow() {

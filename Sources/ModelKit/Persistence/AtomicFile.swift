@@ -13,19 +13,31 @@ import Foundation
 /// process no longer exists.
 enum AtomicFile {
     static func write(to url: URL, _ body: (OutputBuffer) throws -> Void) throws {
-        let target = url.standardizedFileURL
+        let target = try fileURL(url, operation: "write").standardizedFileURL
         let directory = target.deletingLastPathComponent().path
         let name = target.lastPathComponent
+        // Before anything is made: a target that is not a regular file is refused, and a
+        // regular one's mode and owner are carried over to its replacement.
+        let replaced = try Posix.replaceableTarget(target.path)
         removeStaleTemporaries(in: directory, for: name)
         let temporary =
             directory + "/." + name + ".modelkit-\(Posix.processIdentifier)-\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let descriptor = try Posix.openExclusive(temporary)
+        let descriptor: Int32
+        do {
+            descriptor = try Posix.openExclusive(temporary)
+        } catch let error as PersistenceError {
+            // The temporary file's path means little to the caller: say which target failed.
+            throw PersistenceError(
+                error.code, path: target.path, operation: "create a temporary file", errorNumber: error.errorNumber,
+                expected: error.expected, found: error.found)
+        }
         var open = true
         let buffer = OutputBuffer(descriptor: descriptor)
         do {
+            if let replaced { try Posix.adopt(replaced, on: descriptor, path: target.path) }
             try body(buffer)
             try buffer.finishWriting()
-            try Posix.sync(descriptor)
+            try Posix.sync(descriptor, path: target.path)
             Posix.closeDescriptor(descriptor)
             open = false
             try replace(target.path, with: temporary)
@@ -34,9 +46,22 @@ enum AtomicFile {
             buffer.abandonWriting()
             if open { Posix.closeDescriptor(descriptor) }
             Posix.unlinkItem(temporary)
-            throw error
+            throw (error as? PersistenceError)?.at(path: target.path) ?? error
         }
-        Posix.syncDirectory(directory)
+        try Posix.syncDirectory(directory)
+    }
+
+    /// `url` when it is a `file:` URL.
+    ///
+    /// - Throws: ``PersistenceError/Code/notAFileURL`` for any other scheme: its path is not a
+    ///   local file's (`https://example.com/a/x.json` would otherwise write `/a/x.json`).
+    static func fileURL(_ url: URL, operation: String) throws -> URL {
+        guard url.isFileURL else {
+            throw PersistenceError(
+                .notAFileURL, path: url.absoluteString, operation: operation, expected: "a file URL",
+                found: "a \(url.scheme.map { "\"\($0)\"" } ?? "relative") URL")
+        }
+        return url
     }
 
     /// Renames `temporary` over `target`, leaving the release of the file it replaces to

@@ -13,14 +13,19 @@ struct BinaryPlistDocument: TreeDocument {
     let objectCount: Int
     let topObject: Int
     let tableOffset: Int
+    /// Counts what decoding makes (see ``DecodedSizeLimit``); one per thread.
+    private(set) var meter: DecodedSizeMeter
 
     static func isBinaryPlist(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.count >= 8 && memcmp(bytes.baseAddress!, "bplist0", 7) == 0
+        // Version 00 only: `bplist01` and later are other formats, whose objects this reader
+        // would misread.
+        bytes.count >= 8 && memcmp(bytes.baseAddress!, "bplist00", 8) == 0
     }
 
     init(bytes: UnsafeBufferPointer<UInt8>) throws {
         self.bytes = bytes
         let count = bytes.count
+        meter = DecodedSizeMeter(limit: DecodedSizeLimit(inputSize: count))
         guard count >= 40, Self.isBinaryPlist(bytes) else {
             throw SerializationError(
                 .malformedInput, byteOffset: 0, expected: "a binary property list with a trailer",
@@ -53,6 +58,17 @@ struct BinaryPlistDocument: TreeDocument {
                     expected: "an object offset inside the object area (8..<\(tableOffset))", found: "offset \(offset)")
             }
         }
+    }
+
+    /// The document for another thread: the same bytes, its own meter on the same limit.
+    func forAnotherThread() -> BinaryPlistDocument {
+        var copy = self
+        copy.meter = DecodedSizeMeter(limit: meter.limit)
+        return copy
+    }
+
+    func charge(elements count: Int, of node: Int) throws {
+        try meter.charge(count &* DecodedSizeLimit.elementSize, at: offset(of: node))
     }
 
     @inline(__always) private func readInt(at offset: Int, size: Int) -> Int {
@@ -103,20 +119,47 @@ struct BinaryPlistDocument: TreeDocument {
     func byteOffset(of node: Int) -> Int { offset(of: node) }
 
     /// The element count and the offset of the contents of a string, data or container object.
+    ///
+    /// The count is checked against the bytes that could hold it before anything uses it: a
+    /// count read from the file drives loops and allocations, and a damaged one (2^62 members
+    /// in a 200-byte file) must fail here, not after `count` steps.
     private func extent(_ node: Int) throws -> (count: Int, start: Int) {
         let offset = offset(of: node)
-        let low = Int(bytes[offset] & 0x0F)
-        guard low == 0x0F else { return (low, offset + 1) }
-        try check(offset + 1, 1)
-        let marker = bytes[offset + 1]
-        guard marker >> 4 == 0x1, marker & 0x0F <= 3 else {
-            throw malformed(offset + 1, "an integer count", "marker 0x\(String(marker, radix: 16))")
+        let marker = bytes[offset]
+        let low = Int(marker & 0x0F)
+        var count = low
+        var start = offset + 1
+        if low == 0x0F {
+            try check(offset + 1, 1)
+            let countMarker = bytes[offset + 1]
+            guard countMarker >> 4 == 0x1, countMarker & 0x0F <= 3 else {
+                throw malformed(offset + 1, "an integer count", "marker 0x\(String(countMarker, radix: 16))")
+            }
+            let size = 1 << Int(countMarker & 0x0F)
+            try check(offset + 2, size)
+            count = readInt(at: offset + 2, size: size)
+            guard count >= 0 else { throw malformed(offset + 2, "a count", "a negative count") }
+            start = offset + 2 + size
         }
-        let size = 1 << Int(marker & 0x0F)
-        try check(offset + 2, size)
-        let count = readInt(at: offset + 2, size: size)
-        guard count >= 0 else { throw malformed(offset + 2, "a count", "a negative count") }
-        return (count, offset + 2 + size)
+        let width = Self.elementWidth(marker: marker, referenceSize: referenceSize)
+        let (length, overflow) = count.multipliedReportingOverflow(by: width)
+        guard !overflow, start <= tableOffset, length <= tableOffset - start else {
+            throw malformed(
+                start, "\(count) elements of \(width) bytes inside the object area (\(tableOffset - min(start, tableOffset)) bytes left)",
+                "the end of the object area")
+        }
+        return (count, start)
+    }
+
+    /// The bytes each element of an object with `marker` takes: a byte of ASCII or data, two of
+    /// UTF-16, a reference per array or set element, two per dictionary member.
+    private static func elementWidth(marker: UInt8, referenceSize: Int) -> Int {
+        switch marker >> 4 {
+        case 0x6: return 2
+        case 0xA, 0xB, 0xC: return referenceSize
+        case 0xD: return 2 * referenceSize
+        default: return 1
+        }
     }
 
     func count(of node: Int) throws -> Int { try extent(node).count }
@@ -134,10 +177,6 @@ struct BinaryPlistDocument: TreeDocument {
     func next(in node: Int, cursor: inout Int) throws -> (key: Int, value: Int) {
         let (count, start) = try extent(node)
         let isObject = kind(of: node) == .object
-        let perElement = referenceSize * (isObject ? 2 : 1)
-        guard count <= (tableOffset - start) / perElement else {
-            throw malformed(start, "\(count) references", "the end of the object area")
-        }
         guard cursor < count else { throw malformed(start, "another element", "the end of the container") }
         let value = try reference(at: start + (isObject ? count + cursor : cursor) * referenceSize)
         let key = isObject ? try reference(at: start + cursor * referenceSize) : value
@@ -150,9 +189,6 @@ struct BinaryPlistDocument: TreeDocument {
     func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
         let (count, start) = try extent(node)
         let isObject = kind(of: node) == .object
-        guard count <= (tableOffset - start) / (referenceSize * (isObject ? 2 : 1)) else {
-            throw malformed(start, "\(count) references", "the end of the object area")
-        }
         for index in 0..<count {
             let value = try reference(at: start + (isObject ? count + index : index) * referenceSize)
             let key = isObject ? try reference(at: start + index * referenceSize) : value
@@ -162,14 +198,24 @@ struct BinaryPlistDocument: TreeDocument {
 
     func member(of object: Int, named key: String) throws -> Int? {
         let (count, start) = try extent(object)
-        guard count <= (tableOffset - start) / (2 * referenceSize) else {
-            throw malformed(start, "\(count) key and value references", "the end of the object area")
-        }
         for index in 0..<count {
             let keyNode = try reference(at: start + index * referenceSize)
             if try stringEquals(keyNode, key) { return try reference(at: start + (count + index) * referenceSize) }
         }
         return nil
+    }
+
+    func checkKeys(of object: Int) throws {
+        // A keyed container's keys and values are what decoding it makes.
+        try charge(elements: count(of: object), of: object)
+        try forEach(in: object) { key, _ in
+            guard kind(of: key) == .string else {
+                throw SerializationError(
+                    .typeMismatch, byteOffset: byteOffset(of: key), expected: "a string key", found: describeNode(key))
+            }
+            _ = try string(key)
+            return true
+        }
     }
 
     func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID? {
@@ -222,6 +268,17 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func string(_ node: Int) throws -> String {
+        let (count, _) = try extent(node)
+        // A long string is decoded once and shared by every use (a String is a reference to
+        // its storage): a file that uses one many times costs its bytes once.
+        guard count >= DecodedSizeMeter.sharedSize else { return try decodeString(node) }
+        if let shared = meter.strings[node] { return shared }
+        let text = try decodeString(node)
+        meter.strings[node] = text
+        return text
+    }
+
+    private func decodeString(_ node: Int) throws -> String {
         let offset = offset(of: node)
         let marker = bytes[offset]
         let (count, start) = try extent(node)
@@ -231,10 +288,13 @@ struct BinaryPlistDocument: TreeDocument {
             if let bad = raw.firstIndex(where: { $0 >= 0x80 }) {
                 throw malformed(start + bad, "ASCII text in an ASCII string", "byte 0x\(String(raw[bad], radix: 16))")
             }
+            try meter.charge(storage: count, at: offset)
             return String(decoding: raw, as: UTF8.self)
         }
-        guard marker >> 4 == 0x6, count <= Int.max / 2 else { throw malformed(offset, "a string", describeNode(node)) }
-        try check(start, count * 2)
+        // Never `describeNode` here: describing a string reads it, which would fail again.
+        guard marker >> 4 == 0x6 else { throw malformed(offset, "a string", "marker 0x\(String(marker, radix: 16))") }
+        // Up to three bytes of UTF-8 per UTF-16 unit.
+        try meter.charge(storage: count &* 3, at: offset)
         let units = (0..<count).lazy.map { UInt16(self.bytes[start + 2 * $0]) << 8 | UInt16(self.bytes[start + 2 * $0 + 1]) }
         guard let text = String(validating: units, as: UTF16.self) else {
             throw malformed(start, "valid UTF-16 text", "an unpaired surrogate")
@@ -277,7 +337,12 @@ struct BinaryPlistDocument: TreeDocument {
     func data(_ node: Int) throws -> Data {
         let (count, start) = try extent(node)
         try check(start, count)
-        return Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+        // Shared like long strings (see `string`).
+        if count >= DecodedSizeMeter.sharedSize, let shared = meter.data[node] { return shared }
+        try meter.charge(storage: count, at: offset(of: node))
+        let data = Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+        if count >= DecodedSizeMeter.sharedSize { meter.data[node] = data }
+        return data
     }
 
     func isoDate(_ node: Int) throws -> Date? {

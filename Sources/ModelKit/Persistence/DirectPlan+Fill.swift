@@ -67,7 +67,9 @@ extension DirectPlan {
             let nodeKind = document.kind(of: node)
             guard nodeKind == .integer || nodeKind == .real else { return false }
             let value: Double
-            switch try document.number(node) {
+            // Unreadable or out of range: the Codable path reports it, with the property's path.
+            guard let number = try? document.number(node) else { return false }
+            switch number {
             case .int(let number): value = Double(number)
             case .uint(let number): value = Double(number)
             case .double(let number): value = number
@@ -79,6 +81,7 @@ extension DirectPlan {
         case .strings:
             guard document.kind(of: node) == .array else { return false }
             let count = try document.count(of: node)
+            try document.charge(elements: count, of: node)
             var strings: [String] = []
             strings.reserveCapacity(count)
             var allStrings = true

@@ -169,8 +169,9 @@ struct CompactJSON {
         guard let (digits, integer) = numberToken() else { return nil }
         if integer, let number = Self.integer(digits) { return Double(number) }
         // Double's parser takes more than JSON's grammar does ("1.", "+1"): check it first.
-        guard Self.isJSONNumber(digits) else { return nil }
-        return Double(String(decoding: digits, as: UTF8.self))
+        guard Self.isJSONNumber(digits), let value = Double(String(decoding: digits, as: UTF8.self)), value.isFinite
+        else { return nil }
+        return value
     }
 
     /// Whether `digits` is a number by JSON's grammar: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.

@@ -238,6 +238,7 @@ struct DirectModelArray<Element: Model>: DirectReference {
     {
         guard document.kind(of: node) == .array else { return false }
         let count = try document.count(of: node)
+        try document.charge(elements: count, of: node)
         var references: [ModelRef<Element>] = []
         references.reserveCapacity(count)
         try document.forEach(in: node) { _, pointer in

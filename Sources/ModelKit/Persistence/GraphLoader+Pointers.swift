@@ -223,6 +223,7 @@ extension ModelArray: TreeReference {
             throw decoder.mismatch("an array of ModelPointers to \(Element.modelName)", node, path())
         }
         let count = try document.count(of: node)
+        try document.charge(elements: count, of: node)
         var array = ModelArray()
         array.references.reserveCapacity(count)
         var cursor = document.startCursor(of: node)

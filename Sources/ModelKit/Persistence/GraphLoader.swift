@@ -193,8 +193,24 @@ final class GraphLoader {
 
     /// Sizes the id table for `count` models, when the source can only estimate how many there are.
     func reserveIdCapacity(_ count: Int) {
-        if positions.count == 0 { positions = ModelIDTable(minimumCapacity: count) }
+        positions.reserveCapacity(count)
     }
+
+    /// Reserves room for about `count` models once ``deferredReservationModels`` models have been
+    /// read: a source that can only estimate the count from its size (JSON) would otherwise size
+    /// tables from a file that may fail at its first byte (a 4 GB file took 532 MiB that way).
+    func reserveOnceModelsAreRead(arrays: Int, ids: Int) {
+        reserveArrays(min(arrays, Self.deferredReservationModels))
+        reserveIdCapacity(min(ids, Self.deferredReservationModels))
+        if arrays > Self.deferredReservationModels || ids > Self.deferredReservationModels {
+            deferredReservation = (arrays, ids)
+        }
+    }
+
+    /// How many models a source's input must yield before it is trusted with tables sized from
+    /// its length.
+    static let deferredReservationModels = 1024
+    @exclusivity(unchecked) private var deferredReservation: (arrays: Int, ids: Int)?
 
     /// Adds a model's header, checking that its id is new to the data; returns its index.
     @discardableResult
@@ -215,6 +231,11 @@ final class GraphLoader {
             }
             made = slot
         }
+        if index == Self.deferredReservationModels, let reservation = deferredReservation {
+            deferredReservation = nil
+            reserveArrays(reservation.arrays)
+            reserveIdCapacity(reservation.ids)
+        }
         headers.append(header)
         instances.append(nil)
         instanceTypes.append(nil)
@@ -233,6 +254,7 @@ final class GraphLoader {
         if isStreaming, pendingCount > 0 { throw StreamingUnavailable() }
         decodeInParallel()
         try decodeAll()
+        try checkObjectIds()
         commit()
     }
 
@@ -247,8 +269,20 @@ final class GraphLoader {
         let rootInstance = try instance(Root.self, at: 0).takeUnretainedValue()
         decodeInParallel()
         try decodeAll()
+        try checkObjectIds()
         commit()
         return rootInstance
+    }
+
+    /// Fails when a model's object id clashes with another's (see ``ObjectIdCheck``).
+    private func checkObjectIds() throws {
+        let entries = headers.indices.lazy.compactMap { index -> ObjectIdCheck.Entry? in
+            let header = self.headers[index]
+            guard let objectId = header.objectId, let type = self.instanceTypes[index] ?? self.type(named: header.name)
+            else { return nil }
+            return ObjectIdCheck.Entry(index: index, name: header.name, id: header.id, objectId: objectId, type: type)
+        }
+        try ObjectIdCheck.check(entries, against: contextWasEmpty ? nil : context) { positions.index(of: $0) != nil }
     }
 
     private func commit() {

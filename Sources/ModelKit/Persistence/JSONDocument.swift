@@ -101,9 +101,13 @@ struct JSONDocument: TreeDocument {
                 if magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(truncatingIfNeeded: 0 &- magnitude)) }
             }
         }
-        guard let value = Double(String(decoding: digits, as: UTF8.self)) else {
+        let text = String(decoding: digits, as: UTF8.self)
+        guard let value = Double(text) else {
             throw SerializationError(.malformedInput, byteOffset: entry.start, expected: "a number", found: "unreadable digits")
         }
+        // Text has no infinity (ModelKit writes `{"__type": "Double", "value": "inf"}`): a number
+        // that parses to one is beyond every type's range, not infinite.
+        guard value.isFinite else { throw NumberRange.beyondDouble(text, byteOffset: entry.start) }
         return .double(value)
     }
 

@@ -25,8 +25,7 @@ final class JSONSource: ModelSource {
         // large). The arrays, whose unused capacity costs nothing, are sized for one per 256.
         // The blog's models take about 400 bytes each.
         loader.considerWorkers(forAbout: bytes.count / 400)
-        loader.reserveArrays(bytes.count / 256)
-        loader.reserveIdCapacity(bytes.count / 512)
+        loader.reserveOnceModelsAreRead(arrays: bytes.count / 256, ids: bytes.count / 512)
         var scanner = JSONScanner(bytes: bytes, position: 0)
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { scanner.position = 3 }
         scanner.skipWhitespace()
@@ -258,7 +257,7 @@ final class BinaryPlistSource: ModelSource {
         self.document = document
     }
 
-    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document) }
+    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document.forAnotherThread()) }
 
     func readHeaders(into loader: GraphLoader) throws {
         let top = document.topObject
@@ -328,15 +327,42 @@ final class BinaryPlistSource: ModelSource {
     @exclusivity(unchecked) private var lastKeyNodes: [Int] = []
 }
 
+/// Fails unless `prefix`, the first bytes of a file, can start a document ModelKit reads: a
+/// binary property list (`bplist00`), or after an optional byte order mark and whitespace, `{`
+/// or `[` (JSON) or `<` (an XML property list). Returns the offset of that first character.
+///
+/// Run on the first block of a file before the rest is read, and before any reader sizes
+/// tables from the input's length: a file of zeros fails at byte 0 at once.
+@discardableResult
+func checkDocumentStart(_ prefix: UnsafeBufferPointer<UInt8>) throws -> Int {
+    if prefix.count >= 6, memcmp(prefix.baseAddress!, "bplist", 6) == 0 {
+        guard BinaryPlistDocument.isBinaryPlist(prefix) || prefix.count < 8 else {
+            throw SerializationError(
+                .unsupportedVersion, byteOffset: 6, expected: "a binary property list of version 00",
+                found: "version \"\(String(decoding: prefix[6..<8], as: UTF8.self))\"")
+        }
+        return 0
+    }
+    var start = 0
+    if prefix.count >= 3, prefix[0] == 0xEF, prefix[1] == 0xBB, prefix[2] == 0xBF { start = 3 }
+    while start < prefix.count, [0x20, 0x0A, 0x0D, 0x09].contains(prefix[start]) { start += 1 }
+    guard start < prefix.count else { return start }
+    switch prefix[start] {
+    case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "<"): return start
+    case let byte:
+        throw SerializationError(
+            .malformedInput, byteOffset: start,
+            expected: "a JSON object or array, or a property list", found: "byte 0x\(String(byte, radix: 16))")
+    }
+}
+
 /// Picks the reader for `data` from its first bytes and runs `body` with it while the bytes are
 /// valid.
 func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws -> Result) throws -> Result {
     try data.withUnsafeBytes { raw in
         let bytes = raw.bindMemory(to: UInt8.self)
+        let start = try checkDocumentStart(bytes)
         if BinaryPlistDocument.isBinaryPlist(bytes) { return try body(BinaryPlistSource(bytes: bytes)) }
-        var start = 0
-        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { start = 3 }
-        while start < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[start]) { start += 1 }
         if start < bytes.count, bytes[start] == UInt8(ascii: "<") {
             // XML property lists go through Foundation, then through the binary reader. Offsets
             // in that binary form say nothing about the XML text (Foundation lays it out anew for

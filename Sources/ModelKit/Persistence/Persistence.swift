@@ -57,10 +57,12 @@ enum Persistence {
         try AtomicFile.write(to: url) { buffer in try encode(roots, format: format, into: buffer) }
     }
 
-    /// The contents of `url`, memory-mapped: pages are read as the parser reaches them and can be
-    /// dropped again by the system, so a large file does not need its size in heap memory.
+    /// The contents of the file at `url`, read into memory (see `Posix.readFile` for why it is
+    /// not mapped). A file whose first bytes cannot start a document fails before the rest is
+    /// read.
     static func contents(of url: URL) throws -> Data {
-        try Data(contentsOf: url, options: .alwaysMapped)
+        let path = try AtomicFile.fileURL(url, operation: "read").path
+        return try Posix.readFile(path) { try checkDocumentStart($0) }
     }
 }
 
@@ -79,8 +81,14 @@ extension ModelContext {
     /// rename. Output is streamed to the file in chunks, so memory does not grow with the output.
     ///
     /// - Throws: ``SerializationError`` when a model fails to encode (see ``Model/serialize(as:)``),
-    ///   or a file-system error (`CocoaError`) when the file cannot be written; the target file is
-    ///   then unchanged.
+    ///   or ``PersistenceError`` when the file cannot be written (``PersistenceError/Code/outOfSpace``,
+    ///   ``PersistenceError/Code/permissionDenied``, ``PersistenceError/Code/readOnlyFileSystem``
+    ///   and others, with the `errno`); the target file is then unchanged. A target that is not a
+    ///   regular file or a symbolic link (a directory, device, pipe or socket) is refused with
+    ///   ``PersistenceError/Code/notARegularFile``, a URL that is not a file URL with
+    ///   ``PersistenceError/Code/notAFileURL``. The replacement keeps the replaced file's mode, and
+    ///   its owner where the process may set it; a symbolic link is replaced by the file, not
+    ///   followed (see Docs/Persistence.md on links).
     /// - Complexity: O(n) in the size of the graph.
     public func write(to url: URL, format: PersistenceFormat = .json) throws {
         try Persistence.write(Persistence.Roots(context: self), format: format, to: url)
@@ -100,7 +108,8 @@ extension ModelContext {
     /// without the envelope (a bare ``Model/serialize(as:)`` array or dictionary, as ModelKit for
     /// Objective-C wrote them) load too. A model whose id is already in the context is updated in
     /// place, so instances and references the app holds stay valid; the others are added. The
-    /// file is memory-mapped rather than read into memory. A large file loaded into an empty
+    /// file is read into memory (not mapped, so another program that truncates it during the load cannot
+    /// kill the process). A large file loaded into an empty
     /// context makes its models and fills in their properties on one thread per processor, so
     /// model types' `init()` may run on other threads than the caller's.
     ///
@@ -114,7 +123,10 @@ extension ModelContext {
     ///   path) and what was expected: malformed or truncated input, a newer format version
     ///   (``SerializationError/Code/unsupportedVersion``), unknown model names, duplicate ids,
     ///   pointers to models not in the file, numbers that do not fit, nesting deeper than
-    ///   ``SerializationError/maximumDepth``. Or a file-system error when the file cannot be read.
+    ///   ``SerializationError/maximumDepth``. Or ``PersistenceError`` when the file cannot be read
+    ///   (``PersistenceError/Code/fileNotFound``, ``PersistenceError/Code/permissionDenied``,
+    ///   ``PersistenceError/Code/notARegularFile`` for a directory, device, pipe or socket,
+    ///   ``PersistenceError/Code/notAFileURL``).
     ///   After an error the context and its models are exactly as before.
     /// - Complexity: O(n) in the size of the file.
     public func load(from url: URL, options: DeserializationOptions = DeserializationOptions()) throws {
@@ -167,7 +179,7 @@ extension Model {
     /// Writes this model and every model it reaches to a file, atomically. See
     /// ``ModelContext/write(to:format:)``.
     ///
-    /// - Throws: ``SerializationError``, or a file-system error; the target file is then unchanged.
+    /// - Throws: ``SerializationError``, or ``PersistenceError``; the target file is then unchanged.
     /// - Complexity: O(n) in the size of the reachable graph.
     public func write(to url: URL, format: PersistenceFormat = .json) throws {
         try Persistence.write(Persistence.Roots([self]), format: format, to: url)

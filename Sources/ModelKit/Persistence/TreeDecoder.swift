@@ -54,6 +54,11 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard document.kind(of: node) == .object else { throw mismatch("an object", node, codingPath) }
+        do {
+            try document.checkKeys(of: node)
+        } catch let error as SerializationError {
+            throw error.at(path: describe(codingPath))
+        }
         var defaultObject: ModelValue.Object?
         if case .object(let object)? = defaults { defaultObject = object }
         return KeyedDecodingContainer(TreeKeyedContainer<Key, D>(decoder: self, object: node, defaults: defaultObject))
@@ -61,7 +66,9 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard document.kind(of: node) == .array else { throw mismatch("an array", node, codingPath) }
-        return TreeUnkeyedContainer(decoder: self, array: node, count: try document.count(of: node))
+        let count = try document.count(of: node)
+        try document.charge(elements: count, of: node)
+        return TreeUnkeyedContainer(decoder: self, array: node, count: count)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
@@ -76,12 +83,22 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             found: document.describeNode(node))
     }
 
+    /// The number at `node`; a number the document cannot read (out of `Double`'s range) is
+    /// reported at `path`.
+    private func number(_ node: Int, _ path: () -> [any CodingKey]) throws -> NodeNumber {
+        do {
+            return try document.number(node)
+        } catch let error as SerializationError {
+            throw error.at(path: describe(path()))
+        }
+    }
+
     func bool(_ node: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
         switch document.kind(of: node) {
         case .bool: return document.bool(node)
         case .integer:
             // ModelKit for Objective-C wrote booleans as 0 and 1.
-            switch try document.number(node) {
+            switch try number(node, path) {
             case .int(0): return false
             case .int(1): return true
             default: break
@@ -104,7 +121,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
                 .numberOutOfRange, path: describe(path()), byteOffset: document.byteOffset(of: node),
                 expected: "\(I.self) (\(I.min)...\(I.max))", found: "number \(shown)")
         }
-        switch try document.number(node) {
+        switch try number(node, path) {
         case .int(let number):
             guard let result = I(exactly: number) else { throw outOfRange("\(number)") }
             return result
@@ -112,8 +129,8 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             guard let result = I(exactly: number) else { throw outOfRange("\(number)") }
             return result
         case .double(let number):
-            if let result = I(exactly: number) { return result }
-            if number.isFinite, number == number.rounded() { throw outOfRange("\(number)") }
+            if let result = NumberRange.integer(I.self, exactly: number) { return result }
+            if number.isFinite, number == number.rounded() { throw outOfRange(NumberRange.describe(number)) }
             throw mismatch("\(I.self) (a whole number)", node, path())
         }
     }
@@ -121,7 +138,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     func double(_ node: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
         switch document.kind(of: node) {
         case .integer, .real:
-            switch try document.number(node) {
+            switch try number(node, path) {
             case .int(let number): return Double(number)
             case .uint(let number): return Double(number)
             case .double(let number): return number
@@ -218,6 +235,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             var result: [String] = []
             var cursor = document.startCursor(of: node)
             let count = try document.count(of: node)
+            try document.charge(elements: count, of: node)
             result.reserveCapacity(count)
             for index in 0..<count {
                 let element = try document.next(in: node, cursor: &cursor).value
@@ -285,15 +303,13 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
         self.defaults = defaults
     }
 
+    /// The keys the type knows. Every key was checked to be a readable string when the
+    /// container was made (``TreeDecoder/container(keyedBy:)``), so none is dropped here.
     var allKeys: [Key] {
         var keys: [Key] = []
-        var cursor = document.startCursor(of: object)
-        let count = (try? document.count(of: object)) ?? 0
-        for _ in 0..<count {
-            guard let key = try? document.next(in: object, cursor: &cursor).key, let text = try? document.string(key),
-                let typed = Key(stringValue: text)
-            else { continue }
-            keys.append(typed)
+        try? document.forEach(in: object) { key, _ in
+            if let text = try? document.string(key), let typed = Key(stringValue: text) { keys.append(typed) }
+            return true
         }
         return keys
     }

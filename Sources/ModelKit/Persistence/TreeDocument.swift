@@ -62,11 +62,21 @@ protocol TreeDocument {
     /// shortcut for documents whose nodes are shared (``nodesAreShared``): matching six object
     /// numbers instead of reading each member.
     func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID?
+    /// Counts `count` elements of the container `node` as decoded, for documents that limit
+    /// what they decode to (see ``DecodedSizeLimit``).
+    func charge(elements count: Int, of node: Int) throws
+    /// Fails unless every key of the object node is a readable string: `allKeys` of a keyed
+    /// container cannot throw, so a key it could not read would be dropped silently.
+    func checkKeys(of object: Int) throws
 }
 
 extension TreeDocument {
     func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? { nil }
     func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID? { nil }
+    /// JSON decodes to no more than its text spells out.
+    func charge(elements count: Int, of node: Int) throws {}
+    /// JSON keys are strings by the grammar, and the parser has checked their text.
+    func checkKeys(of object: Int) throws {}
 
     /// The elements of an array node.
     func elements(of node: Int) throws -> [Int] {

@@ -27,12 +27,31 @@ public struct ModelPredicate<M: Model> {
         case and([Node])
         case or([Node])
         case not(Node)
+        /// What combining predicates deeper than ``ModelPredicate/maximumNesting`` gives: it
+        /// keeps none of them, so that no predicate is ever deeper than the limit (a deeper tree
+        /// would overflow the stack when it is checked, run or even released), and running it
+        /// throws.
+        case tooDeep
     }
 
     @usableFromInline let node: Node
+    /// The nesting of `node`: 0 for ``all``, 1 for a condition, one more per `&&`, `||` or `!`
+    /// around it (a chain of `&&` or of `||` is one level).
+    let depth: Int
 
     @usableFromInline init(_ node: Node) {
         self.node = node
+        depth = node.depth
+    }
+
+    private init(_ node: Node, depth: Int) {
+        if depth > Self.maximumNesting {
+            self.node = .tooDeep
+            self.depth = Self.maximumNesting + 1
+        } else {
+            self.node = node
+            self.depth = depth
+        }
     }
 
     /// Every model matches.
@@ -154,34 +173,53 @@ public struct ModelPredicate<M: Model> {
 
     /// Both predicates hold.
     public static func && (lhs: Self, rhs: Self) -> Self {
+        let (l, r) = (lhs.depth, rhs.depth)
         switch (lhs.node, rhs.node) {
         case (.always, _): return rhs
         case (_, .always): return lhs
-        case (.and(let a), .and(let b)): return Self(.and(a + b))
-        case (.and(let a), _): return Self(.and(a + [rhs.node]))
-        case (_, .and(let b)): return Self(.and([lhs.node] + b))
-        default: return Self(.and([lhs.node, rhs.node]))
+        case (.and(let a), .and(let b)): return Self(.and(a + b), depth: max(l, r))
+        case (.and(let a), _): return Self(.and(a + [rhs.node]), depth: max(l, r + 1))
+        case (_, .and(let b)): return Self(.and([lhs.node] + b), depth: max(l + 1, r))
+        default: return Self(.and([lhs.node, rhs.node]), depth: max(l, r) + 1)
         }
     }
 
     /// Either predicate holds.
     public static func || (lhs: Self, rhs: Self) -> Self {
+        let (l, r) = (lhs.depth, rhs.depth)
         switch (lhs.node, rhs.node) {
         case (.always, _), (_, .always): return .all
-        case (.or(let a), .or(let b)): return Self(.or(a + b))
-        case (.or(let a), _): return Self(.or(a + [rhs.node]))
-        case (_, .or(let b)): return Self(.or([lhs.node] + b))
-        default: return Self(.or([lhs.node, rhs.node]))
+        case (.or(let a), .or(let b)): return Self(.or(a + b), depth: max(l, r))
+        case (.or(let a), _): return Self(.or(a + [rhs.node]), depth: max(l, r + 1))
+        case (_, .or(let b)): return Self(.or([lhs.node] + b), depth: max(l + 1, r))
+        default: return Self(.or([lhs.node, rhs.node]), depth: max(l, r) + 1)
         }
     }
 
     /// The predicate doesn't hold.
     public static prefix func ! (predicate: Self) -> Self {
-        Self(.not(predicate.node))
+        // `!!p` is `p`: a chain of negations built in code stays one level deep.
+        if case .not(let node) = predicate.node { return Self(node, depth: predicate.depth - 1) }
+        return Self(.not(predicate.node), depth: predicate.depth + 1)
     }
+
+    /// The deepest nesting of `&&`, `||` and `!` a query accepts: checking and running a
+    /// predicate recurses through it, and a predicate built in code can be nested arbitrarily.
+    public static var maximumNesting: Int { 512 }
 }
 
 extension ModelPredicate.Node {
+    /// The nesting of a node made in one piece (by the parser, or a single condition).
+    var depth: Int {
+        switch self {
+        case .always: 0
+        case .typed, .keyed, .related: 1
+        case .tooDeep: ModelPredicate<M>.maximumNesting + 1
+        case .and(let nodes), .or(let nodes): 1 + nodes.reduce(0) { max($0, $1.depth) }
+        case .not(let node): 1 + node.depth
+        }
+    }
+
     /// Checks the predicate against `M`'s default values (see `validate(template:modelName:)`).
     func validate(_ type: M.Type) throws {
         try validate(template: Self.template, modelName: M.modelName)
@@ -194,12 +232,24 @@ extension ModelPredicate.Node {
 
     /// Checks every keyed condition against the model type before any model is read: unknown
     /// first keys and values of a kind the property can't hold are errors even in an empty context.
-    func validate(template: ModelValue.Object?, modelName: String) throws {
+    func validate(template: ModelValue.Object?, modelName: String, depth: Int = 0) throws {
+        guard depth < ModelPredicate<M>.maximumNesting else {
+            throw QueryError(
+                .invalidCondition, modelName: modelName,
+                expected: "predicates nested at most \(ModelPredicate<M>.maximumNesting) levels deep",
+                found: "deeper nesting")
+        }
         switch self {
         case .always, .typed: return
+        case .tooDeep:
+            throw QueryError(
+                .invalidCondition, modelName: modelName,
+                expected: "predicates nested at most \(ModelPredicate<M>.maximumNesting) levels deep",
+                found: "deeper nesting")
         case .related(_, let validate): try validate()
-        case .and(let nodes), .or(let nodes): try nodes.forEach { try $0.validate(template: template, modelName: modelName) }
-        case .not(let node): try node.validate(template: template, modelName: modelName)
+        case .and(let nodes), .or(let nodes):
+            try nodes.forEach { try $0.validate(template: template, modelName: modelName, depth: depth + 1) }
+        case .not(let node): try node.validate(template: template, modelName: modelName, depth: depth + 1)
         case .keyed(let path, let condition):
             try condition.validate(key: path.joined(separator: "."), modelName: modelName)
             guard let template else { return }
@@ -229,6 +279,9 @@ extension ModelPredicate.Node {
         switch self {
         case .always:
             return { _ in true }
+        case .tooDeep:
+            // Never run: checking the predicate throws first.
+            return { _ in false }
         case .typed(let test, _):
             return test
         case .related(let make, _):

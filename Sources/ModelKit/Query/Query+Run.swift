@@ -86,7 +86,7 @@ extension Query {
     /// branch of an OR.
     private static func plan(_ node: ModelPredicate<M>.Node, _ indexes: [any MaintainedIndex<M>]) -> [M]? {
         switch node {
-        case .always, .not, .related:
+        case .always, .not, .related, .tooDeep:
             return nil
         case .typed(_, let probe):
             return probe?.lookup(indexes)

@@ -105,6 +105,13 @@ final class GraphReader {
 
         let rootInstance = try instantiate(Root.self, at: 0)
         try decodeAll()
+        let objectIds = headers.indices.lazy.compactMap { index -> ObjectIdCheck.Entry? in
+            let header = self.headers[index]
+            guard let objectId = header.objectId, let instance = self.instances[index] else { return nil }
+            return ObjectIdCheck.Entry(
+                index: index, name: header.name, id: header.id, objectId: objectId, type: Swift.type(of: instance))
+        }
+        try ObjectIdCheck.check(objectIds, against: context) { positions[$0] != nil }
         for commit in commits { commit() }
         return rootInstance
     }

@@ -332,6 +332,7 @@ struct JSONTextReader {
             position = start
             throw error(expected: "a number")
         }
+        guard value.isFinite else { throw NumberRange.beyondDouble(text, byteOffset: start) }
         return .double(value)
     }
 

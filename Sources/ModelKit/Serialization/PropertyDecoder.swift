@@ -94,8 +94,8 @@ final class PropertyDecoder: Decoder {
             guard let result = I(exactly: number) else { throw outOfRange("\(number)") }
             return result
         case .double(let number):
-            if let result = I(exactly: number) { return result }
-            if number.isFinite, number == number.rounded() { throw outOfRange("\(number)") }
+            if let result = NumberRange.integer(I.self, exactly: number) { return result }
+            if number.isFinite, number == number.rounded() { throw outOfRange(NumberRange.describe(number)) }
             throw Self.mismatch(expected: "\(I.self) (a whole number)", found: value, at: path())
         default:
             throw Self.mismatch(expected: "\(I.self)", found: value, at: path())

@@ -49,6 +49,15 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
             byteOffset: byteOffset, expected: expected, found: found)
     }
 
+    /// The error at `path` (a property path such as `properties.count`) when it has none yet:
+    /// for errors from readers that know bytes, not properties.
+    func at(path newPath: String) -> SerializationError {
+        guard path.isEmpty else { return self }
+        return SerializationError(
+            code, modelIndex: modelIndex, modelName: modelName, path: newPath, byteOffset: byteOffset, expected: expected,
+            found: found)
+    }
+
     /// The error without its byte offset: for input read through a conversion, whose offsets
     /// are not the file's.
     func withoutByteOffset() -> SerializationError {
@@ -89,6 +98,9 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         public static let danglingPointer = Code("danglingPointer")
         /// Two models in the data share a model id.
         public static let duplicateModelId = Code("duplicateModelId")
+        /// Two models of one type share an object id: in the data, or one in the data and one
+        /// in the context. A context holds one model per type and object id.
+        public static let duplicateObjectId = Code("duplicateObjectId")
         /// A model id that is not in the `8-4-4-4-12` hexadecimal form.
         public static let invalidModelId = Code("invalidModelId")
         /// The data or the model type does not match what the caller or the context expects
@@ -96,6 +108,10 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         public static let modelTypeConflict = Code("modelTypeConflict")
         /// Values nested deeper than the limit, for example a cycle among non-model objects.
         public static let nestingTooDeep = Code("nestingTooDeep")
+        /// Input that would make more than a documented limit allows, such as a binary property
+        /// list whose shared objects would decode to far more than its size (see
+        /// Docs/Persistence.md, "Limits").
+        public static let limitExceeded = Code("limitExceeded")
         /// Input bytes that are not well-formed (JSON syntax, invalid UTF-8, truncated data).
         public static let malformedInput = Code("malformedInput")
         /// A file written by a newer, incompatible version of the format.
