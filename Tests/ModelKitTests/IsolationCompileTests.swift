@@ -28,15 +28,18 @@ private let prelude = """
 
     """
 
-/// A misuse, named as the docs name it.
-struct Misuse: CustomTestStringConvertible, Sendable {
+/// A program to compile, named as the docs name it: a misuse, or a documented way across domains
+/// with what it prints when run.
+struct Snippet: CustomTestStringConvertible, Sendable {
     let name: String
     let body: String
+    var expected = ""
     var testDescription: String { name }
 }
 
-private let misuses: [Misuse] = [
-    Misuse(
+/// Misuses: each must fail to compile.
+private let misuses: [Snippet] = [
+    Snippet(
         name: "capturing a main-actor model in a detached task",
         body: """
             @MainActor func misuse() {
@@ -44,7 +47,7 @@ private let misuses: [Misuse] = [
                 Task.detached { author.name = "elsewhere" }
             }
             """),
-    Misuse(
+    Snippet(
         name: "capturing the main context in a detached task",
         body: """
             @MainActor func misuse() {
@@ -52,7 +55,7 @@ private let misuses: [Misuse] = [
                 Task.detached { _ = Author.instance(in: context) }
             }
             """),
-    Misuse(
+    Snippet(
         name: "reaching the same instance from two tasks through a shared context and an id",
         body: """
             @MainActor func misuse(id: ModelID) {
@@ -61,7 +64,7 @@ private let misuses: [Misuse] = [
                 context.model(Author.self, modelId: id)?.age += 1
             }
             """),
-    Misuse(
+    Snippet(
         name: "capturing a context in a task while still using it",
         body: """
             func misuse() {
@@ -71,7 +74,7 @@ private let misuses: [Misuse] = [
                 print(author.name)
             }
             """),
-    Misuse(
+    Snippet(
         name: "capturing one context in two child tasks of a task group",
         body: """
             func misuse() async {
@@ -82,14 +85,14 @@ private let misuses: [Misuse] = [
                 }
             }
             """),
-    Misuse(
+    Snippet(
         name: "sending the main context to another actor",
         body: """
             @MainActor func misuse(importer: Importer) async {
                 await importer.take(ModelContext.main)
             }
             """),
-    Misuse(
+    Snippet(
         name: "sending a main-actor model to another actor",
         body: """
             @MainActor func misuse(importer: Importer) async {
@@ -97,7 +100,7 @@ private let misuses: [Misuse] = [
                 await importer.take(author)
             }
             """),
-    Misuse(
+    Snippet(
         name: "taking a model out of an actor's context",
         body: """
             @MainActor func misuse(importer: Importer) async {
@@ -105,14 +108,14 @@ private let misuses: [Misuse] = [
                 print(author.name)
             }
             """),
-    Misuse(
+    Snippet(
         name: "keeping a context in a Sendable type",
         body: """
             struct Shared: Sendable {
                 let context: ModelContext
             }
             """),
-    Misuse(
+    Snippet(
         name: "using the main actor's current context from a nonisolated function",
         body: """
             func misuse() {
@@ -121,16 +124,9 @@ private let misuses: [Misuse] = [
             """),
 ]
 
-/// A documented way across domains: it must compile, and print `expected` when run.
-struct CrossDomainPattern: CustomTestStringConvertible, Sendable {
-    let name: String
-    let body: String
-    let expected: String
-    var testDescription: String { name }
-}
-
-private let patterns: [CrossDomainPattern] = [
-    CrossDomainPattern(
+/// Documented ways across domains: each must compile, and print `expected` when run.
+private let patterns: [Snippet] = [
+    Snippet(
         name: "a background actor's snapshot merges into the main context",
         body: """
             extension Importer {
@@ -147,7 +143,7 @@ private let patterns: [CrossDomainPattern] = [
             try await run()
             """,
         expected: "[\"Ann\", \"Bo\"]\n"),
-    CrossDomainPattern(
+    Snippet(
         name: "ids handed to an actor come back as the same models",
         body: """
             extension Importer {
@@ -171,7 +167,7 @@ private let patterns: [CrossDomainPattern] = [
             try await run()
             """,
         expected: "[40, 60] true\n"),
-    CrossDomainPattern(
+    Snippet(
         name: "Sendable property values travel from an actor to the main actor",
         body: """
             extension Importer {
@@ -188,7 +184,7 @@ private let patterns: [CrossDomainPattern] = [
             await run()
             """,
         expected: "[\"Cy\"]\n"),
-    CrossDomainPattern(
+    Snippet(
         name: "the main actor's stack and current context work as in ModelKit for Objective-C",
         body: """
             @MainActor func run() {
@@ -206,7 +202,7 @@ private let patterns: [CrossDomainPattern] = [
 @Suite("What the compiler stops")
 struct IsolationCompileTests {
     @Test("A misuse across isolation domains is a compile error", arguments: misuses)
-    func misuseFailsToCompile(_ misuse: Misuse) throws {
+    func misuseFailsToCompile(_ misuse: Snippet) throws {
         let outcome = try SnippetCompiler().check(prelude + misuse.body)
         #expect(!outcome.compiled, "compiled, but should not have")
         // A data-race or isolation diagnostic, not some unrelated mistake in the program.
@@ -219,7 +215,7 @@ struct IsolationCompileTests {
     }
 
     @Test("A documented way across isolation domains compiles and runs", arguments: patterns)
-    func patternCompilesAndRuns(_ pattern: CrossDomainPattern) throws {
+    func patternCompilesAndRuns(_ pattern: Snippet) throws {
         let outcome = try SnippetCompiler().build(andRun: prelude + pattern.body)
         #expect(outcome.compiled, "did not compile:\n\(outcome.diagnostics)")
         #expect(outcome.status == 0)
