@@ -230,6 +230,51 @@ public final class ModelContext {
     /// - Complexity: O(1).
     @discardableResult
     public func insert<M: Model>(_ model: M) -> M {
+        let inserted = register(model)
+        if inserted === model, !model.storage.box.held.isEmpty { adoptHeld(by: model) }
+        return inserted
+    }
+
+    /// Adds `model` if it has never been in a context and is not context-free: a model assigned
+    /// to a reference of a model in this context joins it. Returns whether the model is here now;
+    /// if not (it is in another context, or context-free), the owner must hold it.
+    ///
+    /// - Complexity: O(1), plus the models it holds (see ``ModelBox/held``).
+    @discardableResult
+    func adopt<M: Model>(_ model: M) -> Bool {
+        if model.storage.context === self { return true }
+        guard model.storage.metadata.membership == .unmanaged, !(model is any ContextFreeModel) else { return false }
+        return insert(model) === model
+    }
+
+    /// Adopts the models `owner` held while it was in no context, and those they held, without
+    /// recursion (a long chain built outside a context must not overflow the stack).
+    private func adoptHeld<M: Model>(by owner: M) {
+        var pending = owner.storage.box.held
+        // Models in other contexts (or context-free) stay held: only they keep them reachable.
+        owner.storage.box.held = pending.filter { ($0 as? any Model).map { !willAdopt($0) } ?? true }
+        while let object = pending.popLast() {
+            guard let model = object as? any Model else { continue }
+            pending += adoptOne(model)
+        }
+    }
+
+    private func willAdopt<N: Model>(_ model: N) -> Bool {
+        model.storage.context === self || (model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel))
+    }
+
+    /// Registers `model` if it has never been in a context; returns what it held and may now be
+    /// adopted, keeping what it must go on holding.
+    private func adoptOne<N: Model>(_ model: N) -> [AnyObject] {
+        guard model.storage.metadata.membership == .unmanaged, !(model is any ContextFreeModel) else { return [] }
+        guard register(model) === model else { return [] }
+        let held = model.storage.box.held
+        model.storage.box.held = held.filter { ($0 as? any Model).map { !willAdopt($0) } ?? true }
+        return held
+    }
+
+    /// Registers `model`: ``insert(_:)`` without adopting what it holds.
+    private func register<M: Model>(_ model: M) -> M {
         let previous = model.storage.context
         if previous === self { return model }
         let previousSlot = model.storage.box.typeSlot

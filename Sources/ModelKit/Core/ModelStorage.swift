@@ -130,6 +130,11 @@ public struct ModelStorage<Properties: Codable> {
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.
     @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
+    /// The models this model holds while it is in no context: those assigned to its references
+    /// then. Without them, a graph built before it joins a context would have nothing keeping
+    /// its parts alive (references do not retain). The context it joins adopts them, and the
+    /// list is emptied; a model in a context holds none.
+    @exclusivity(unchecked) var held: [AnyObject] = []
     /// The model's position in its context's list of models of its type (see
     /// `ModelContext.Registry`), or -1. Changed under the context's lock.
     @exclusivity(unchecked) var typeSlot = -1
