@@ -81,8 +81,14 @@ public final class ModelContext {
     }
 
     /// The models of one type in a context.
-    final class TypeList<M: Model> {
+    final class TypeList<M: Model>: DetachableList {
         var models: [M] = []
+
+        func detachAll() {
+            models.withUnsafeBufferPointer { models in
+                for model in models { model.storage.box.context = nil }
+            }
+        }
     }
 
     struct ObjectKey: Hashable {
@@ -95,6 +101,11 @@ public final class ModelContext {
     /// accessors below never nest, and a run-time exclusivity check on every lookup would cost
     /// more than the lookup's hashing.
     @exclusivity(unchecked) private var registry = Registry()
+
+    /// Models the app still holds outlive their context; their unowned pointer to it must not.
+    deinit {
+        for list in registry.byType.values { (list as? any DetachableList)?.detachAll() }
+    }
 
     /// Runs `body` on the context's tables.
     @inline(__always)
@@ -391,4 +402,10 @@ public final class ModelContext {
             if let new { registry.objectIds[ObjectKey(type: type, objectId: new)] = model }
         }
     }
+}
+
+/// A context's list of the models of one type, as its deinitializer sees them.
+protocol DetachableList: AnyObject {
+    /// Clears every model's pointer to the context, which is going away.
+    func detachAll()
 }

@@ -43,7 +43,7 @@ public struct ModelStorage<Properties: Codable> {
         nonmutating _modify { yield &box.metadata }
     }
 
-    /// The context that owns the model. Weak: the context retains its models, not the reverse.
+    /// The context that owns the model, unretained: the context retains its models, not the reverse.
     @inlinable var context: ModelContext? {
         get { box.context }
         nonmutating set { box.context = newValue }
@@ -112,7 +112,11 @@ public struct ModelStorage<Properties: Codable> {
 @usableFromInline final class ModelBox<Properties: Codable> {
     @usableFromInline @exclusivity(unchecked) var values: Properties
     @usableFromInline @exclusivity(unchecked) var metadata: ModelMetadata
-    @usableFromInline @exclusivity(unchecked) weak var context: ModelContext?
+    /// The context that holds the model. Not `weak`: a weak reference costs an atomic operation
+    /// on the context's side table to form and to read, on every insert, load and reference
+    /// read. The pointer is valid exactly while the context holds the model: inserting sets it,
+    /// and removing, clearing, and the context's deinitializer clear it.
+    @usableFromInline @exclusivity(unchecked) unowned(unsafe) var context: ModelContext?
     /// Change tracking: the values at the last reset, begin/end state and observers. Made on the
     /// model's first change (or first observer), so unchanged models spend no memory on it.
     @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
