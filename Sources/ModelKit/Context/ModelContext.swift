@@ -81,8 +81,14 @@ public final class ModelContext {
     }
 
     /// The models of one type in a context.
-    final class TypeList<M: Model> {
+    final class TypeList<M: Model>: DetachableList {
         var models: [M] = []
+
+        func detachAll() {
+            models.withUnsafeBufferPointer { models in
+                for model in models { model.storage.box.context = nil }
+            }
+        }
     }
 
     struct ObjectKey: Hashable {
@@ -95,6 +101,11 @@ public final class ModelContext {
     /// accessors below never nest, and a run-time exclusivity check on every lookup would cost
     /// more than the lookup's hashing.
     @exclusivity(unchecked) private var registry = Registry()
+
+    /// Models the app still holds outlive their context; their unowned pointer to it must not.
+    deinit {
+        for list in registry.byType.values { (list as? any DetachableList)?.detachAll() }
+    }
 
     /// Runs `body` on the context's tables.
     @inline(__always)
@@ -230,6 +241,51 @@ public final class ModelContext {
     /// - Complexity: O(1).
     @discardableResult
     public func insert<M: Model>(_ model: M) -> M {
+        let inserted = register(model)
+        if inserted === model, !model.storage.box.held.isEmpty { adoptHeld(by: model) }
+        return inserted
+    }
+
+    /// Adds `model` if it has never been in a context and is not context-free: a model assigned
+    /// to a reference of a model in this context joins it. Returns whether the model is here now;
+    /// if not (it is in another context, or context-free), the owner must hold it.
+    ///
+    /// - Complexity: O(1), plus the models it holds (see ``ModelBox/held``).
+    @discardableResult
+    func adopt<M: Model>(_ model: M) -> Bool {
+        if model.storage.context === self { return true }
+        guard model.storage.metadata.membership == .unmanaged, !(model is any ContextFreeModel) else { return false }
+        return insert(model) === model
+    }
+
+    /// Adopts the models `owner` held while it was in no context, and those they held, without
+    /// recursion (a long chain built outside a context must not overflow the stack).
+    private func adoptHeld<M: Model>(by owner: M) {
+        var pending = owner.storage.box.held
+        // Models in other contexts (or context-free) stay held: only they keep them reachable.
+        owner.storage.box.held = pending.filter { ($0 as? any Model).map { !willAdopt($0) } ?? true }
+        while let object = pending.popLast() {
+            guard let model = object as? any Model else { continue }
+            pending += adoptOne(model)
+        }
+    }
+
+    private func willAdopt<N: Model>(_ model: N) -> Bool {
+        model.storage.context === self || (model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel))
+    }
+
+    /// Registers `model` if it has never been in a context; returns what it held and may now be
+    /// adopted, keeping what it must go on holding.
+    private func adoptOne<N: Model>(_ model: N) -> [AnyObject] {
+        guard model.storage.metadata.membership == .unmanaged, !(model is any ContextFreeModel) else { return [] }
+        guard register(model) === model else { return [] }
+        let held = model.storage.box.held
+        model.storage.box.held = held.filter { ($0 as? any Model).map { !willAdopt($0) } ?? true }
+        return held
+    }
+
+    /// Registers `model`: ``insert(_:)`` without adopting what it holds.
+    private func register<M: Model>(_ model: M) -> M {
         let previous = model.storage.context
         if previous === self { return model }
         let previousSlot = model.storage.box.typeSlot
@@ -346,4 +402,10 @@ public final class ModelContext {
             if let new { registry.objectIds[ObjectKey(type: type, objectId: new)] = model }
         }
     }
+}
+
+/// A context's list of the models of one type, as its deinitializer sees them.
+protocol DetachableList: AnyObject {
+    /// Clears every model's pointer to the context, which is going away.
+    func detachAll()
 }

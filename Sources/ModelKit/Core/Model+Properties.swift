@@ -100,20 +100,25 @@ extension Model {
 
     /// Reads or writes a to-one reference: `post.author`.
     ///
-    /// Reading returns `nil` when the target was removed from its context or no longer exists;
-    /// when a model with the remembered id is in the context again, the reference resolves to it.
-    /// Assigning a model that is in no context yet adds it to this model's context.
+    /// Reading looks the remembered id up in this model's context: it returns `nil` when the
+    /// target was removed from the context or no longer exists, and, when a model with that id is
+    /// in the context again, that model. Assigning a model that is in no context yet adds it to
+    /// this model's context. A model in no context resolves its references among the models it
+    /// was given (see ``ModelContext/insert(_:)``).
     ///
     /// - Complexity: O(1).
     public subscript<Target: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelRef<Target>>) -> Target? {
         get {
             _observeRead()
-            return storage.values[keyPath: keyPath].target(lookupIn: storage.lookupContext)
+            let storage = self.storage
+            return storage.values[keyPath: keyPath].target(lookupIn: storage.context, held: storage.box.held)
         }
         set {
             _checkIsolation()
+            let storage = self.storage
             let old = storage.values[keyPath: keyPath]
-            guard old.id != newValue?.modelId || old.target(lookupIn: storage.lookupContext) !== newValue else { return }
+            guard old.id != newValue?.modelId || old.target(lookupIn: storage.context, held: storage.box.held) !== newValue
+            else { return }
             if let newValue { adopt(newValue) }
             if storage.writesQuietly {
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
@@ -137,15 +142,17 @@ extension Model {
     > {
         get {
             _observeRead()
+            let storage = self.storage
             var array = storage.values[keyPath: keyPath]
-            array.attach(context: storage.context)
+            array.attach(context: storage.context, held: storage.box.held)
             return array
         }
         set {
             _checkIsolation()
+            let storage = self.storage
             var array = newValue
-            array.attach(context: storage.context)
-            array.adoptAll()
+            array.context = storage.context
+            storage.box.held += array.release(to: storage.context)
             if storage.writesQuietly {
                 storage.values[keyPath: keyPath] = array
             } else {
@@ -156,7 +163,10 @@ extension Model {
         }
         _modify {
             _checkIsolation()
-            storage.values[keyPath: keyPath].attach(context: storage.context)
+            let storage = self.storage
+            storage.values[keyPath: keyPath].attach(context: storage.context, held: storage.box.held)
+            // What the mutation added and the context could not adopt, the owner holds.
+            defer { storage.box.held += storage.values[keyPath: keyPath].release(to: storage.context) }
             if storage.writesQuietly {
                 yield &storage.values[keyPath: keyPath]
             } else {
@@ -167,12 +177,14 @@ extension Model {
         }
     }
 
-    /// Adds `target` to this model's context when it has never been in one, so that a freshly
-    /// created model assigned to a reference is kept alive by the context like its owner.
+    /// Makes sure this model can reach `target` and keeps it alive: this model's context adopts
+    /// it when it has never been in one; a model in no context, or a target in another context,
+    /// is held by this model (see ``ModelBox/held``).
     func adopt<Target: Model>(_ target: Target) {
-        guard let context = storage.context, target.storage.metadata.membership == .unmanaged,
-            !(target is any ContextFreeModel)
-        else { return }
-        context.insert(target)
+        let context = storage.context
+        if let context, context.adopt(target) { return }
+        if !storage.box.held.contains(where: { $0 === target }) {
+            storage.box.held.append(target)
+        }
     }
 }

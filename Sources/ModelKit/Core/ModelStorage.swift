@@ -43,7 +43,7 @@ public struct ModelStorage<Properties: Codable> {
         nonmutating _modify { yield &box.metadata }
     }
 
-    /// The context that owns the model. Weak: the context retains its models, not the reverse.
+    /// The context that owns the model, unretained: the context retains its models, not the reverse.
     @inlinable var context: ModelContext? {
         get { box.context }
         nonmutating set { box.context = newValue }
@@ -112,7 +112,11 @@ public struct ModelStorage<Properties: Codable> {
 @usableFromInline final class ModelBox<Properties: Codable> {
     @usableFromInline @exclusivity(unchecked) var values: Properties
     @usableFromInline @exclusivity(unchecked) var metadata: ModelMetadata
-    @usableFromInline @exclusivity(unchecked) weak var context: ModelContext?
+    /// The context that holds the model. Not `weak`: a weak reference costs an atomic operation
+    /// on the context's side table to form and to read, on every insert, load and reference
+    /// read. The pointer is valid exactly while the context holds the model: inserting sets it,
+    /// and removing, clearing, and the context's deinitializer clear it.
+    @usableFromInline @exclusivity(unchecked) unowned(unsafe) var context: ModelContext?
     /// Change tracking: the values at the last reset, begin/end state and observers. Made on the
     /// model's first change (or first observer), so unchanged models spend no memory on it.
     @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
@@ -130,6 +134,11 @@ public struct ModelStorage<Properties: Codable> {
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.
     @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
+    /// The models this model holds while it is in no context: those assigned to its references
+    /// then. Without them, a graph built before it joins a context would have nothing keeping
+    /// its parts alive (references do not retain). The context it joins adopts them, and the
+    /// list is emptied; a model in a context holds none.
+    @exclusivity(unchecked) var held: [AnyObject] = []
     /// The model's position in its context's list of models of its type (see
     /// `ModelContext.Registry`), or -1. Changed under the context's lock.
     @exclusivity(unchecked) var typeSlot = -1

@@ -244,9 +244,8 @@ extension DirectModelRef {
         guard let id = loader.withCompactName(of: Target.self, { reader.pointer(model: $0) }),
             let target = loader.resolvedTarget(id, as: Target.self)
         else { return false }
-        var reference = ModelRef<Target>(id: id)
-        target._withUnsafeGuaranteedRef { reference.cached = $0 }
-        slot.pointee = reference
+        _ = target
+        slot.pointee = ModelRef<Target>(id: id)
         return true
     }
 }
@@ -260,9 +259,8 @@ extension DirectModelArray {
                 guard let id = loader.withCompactName(of: Element.self, { reader.pointer(model: $0) }),
                     let target = loader.resolvedTarget(id, as: Element.self)
                 else { return false }
-                var reference = ModelRef<Element>(id: id)
-                target._withUnsafeGuaranteedRef { reference.cached = $0 }
-                references.append(reference)
+                _ = target
+                references.append(ModelRef<Element>(id: id))
             } while reader.take(UInt8(ascii: ","))
             guard reader.take(UInt8(ascii: "]")) else { return false }
         }

@@ -10,10 +10,8 @@ extension GraphLoader {
     ) throws
         -> ModelRef<T>
     {
-        let (target, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
-        var reference = ModelRef<T>(id: id)
-        target._withUnsafeGuaranteedRef { reference.cached = $0 }
-        return reference
+        let (_, id) = try self.target(of: pointer, in: document, as: T.self, path: path())
+        return ModelRef<T>(id: id)
     }
 
     /// The model a pointer node refers to, typed as the property that holds it, and its id.

@@ -30,6 +30,8 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) var writtenContext: ModelContext?
     /// The context of the model being written: its references resolve there.
     @exclusivity(unchecked) var ownerContext: ModelContext?
+    /// What the model being written holds while it is in no context (see ``ModelBox/held``).
+    @exclusivity(unchecked) var ownerHeld: [AnyObject] = []
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
@@ -139,6 +141,7 @@ final class GraphStreamWriter {
         // A whole context's own models all resolve there (set once: a context is weakly
         // referenced, which makes retaining it slow); models reached outside it, in their own.
         if writtenContext == nil || index >= queueBase { ownerContext = storage.lookupContext }
+        ownerHeld = storage.box.held
         // Later pointers to this model use its actual object id.
         if metadata.objectId != nil || !objectIds.isEmpty { objectIds[index] = metadata.objectId }
         sink.beginModel(
@@ -164,6 +167,9 @@ final class GraphStreamWriter {
                 misuse = nil
                 sink.rollback(to: checkpoint)
                 let tree = GraphWriter(format: sink.usesJSONForms ? .json : .propertyList)
+                tree.resolvesReferences = true
+                tree.ownerContext = ownerContext
+                tree.ownerHeld = storage.box.held
                 let value = try tree.encodeProperties(storage.values)
                 for target in tree.queue { try enqueue(target) }
                 writeValue(value)
@@ -182,13 +188,13 @@ final class GraphStreamWriter {
     }
 
     /// Writes the pointer for the reference at `reference` if its target is already queued;
-    /// returns `false` otherwise. Skipping the resolution matters: loading a weak reference costs
-    /// more than writing the pointer.
+    /// returns `false` otherwise. Skipping the resolution matters: it costs more than writing the
+    /// pointer.
     ///
     /// A target with a position in the written context is that context's model with the id,
     /// which is where the reference resolves. A target queued by reaching it must be the very
-    /// instance the reference remembers (else it resolves afresh, and a second instance with the
-    /// id is an error).
+    /// instance the reference resolves to in its owner's context (else it resolves afresh, and a
+    /// second instance with the id is an error).
     func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>) -> Bool {
         guard let id = reference.pointee.id else { return false }
         return pointerToQueued(reference, id: id, at: positions.index(of: id))
@@ -199,9 +205,8 @@ final class GraphStreamWriter {
     func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>, id: ModelID, at known: Int?) -> Bool {
         guard let known else { return false }
         if known >= queueBase {
-            guard let cached = reference.pointee.cached, queued[known - queueBase] == ObjectIdentifier(cached) else {
-                return false
-            }
+            guard let target = ownerContext?.model(M.self, modelId: id), queued[known - queueBase] == ObjectIdentifier(target)
+            else { return false }
         }
         writePointer(name: name(of: M.self), id: id, objectId: objectIds.isEmpty ? nil : objectIds[known])
         return true
@@ -376,7 +381,9 @@ extension ModelRef: StreamReference {
     static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
         let reference = value.assumingMemoryBound(to: ModelRef.self)
         if writer.pointerToQueued(reference) { return }
-        guard let target = reference.pointee.target(lookupIn: writer.ownerContext) else { return writer.sink.null() }
+        guard let target = reference.pointee.target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else {
+            return writer.sink.null()
+        }
         try writer.pointer(to: target)
     }
 }
@@ -401,7 +408,7 @@ extension ModelArray: StreamReference {
                         if let id = base[offset].id, writer.pointerToQueued(base + offset, id: id, at: known < 0 ? nil : known) {
                             continue
                         }
-                        guard let target = base[offset].target(lookupIn: context) else { continue }
+                        guard let target = base[offset].target(lookupIn: context, held: writer.ownerHeld) else { continue }
                         try writer.pointer(to: target)
                     }
                     start = end

@@ -1,6 +1,7 @@
 import Foundation
 
-/// A to-many reference: an ordered collection of weakly held models, stored in `Properties`.
+/// A to-many reference: an ordered collection of models it does not retain, stored in
+/// `Properties`.
 /// The Swift counterpart of `MKitMutableModelArray`.
 ///
 /// ```swift
@@ -22,8 +23,15 @@ import Foundation
 public struct ModelArray<Element: Model> {
     @usableFromInline var references: [ModelRef<Element>]
     /// The context in which elements are resolved; set by the owning model when it hands the array
-    /// out. `nil`: elements resolve only to their remembered, still-live instances.
+    /// out. `nil`: elements resolve only among `held`.
     weak var context: ModelContext?
+    /// The models elements resolve among when the context has not got them: those the owner
+    /// holds (see ``ModelBox/held``), and `added`.
+    var held: [AnyObject] = []
+    /// Models added to this array that its context could not adopt (there was none, or they are
+    /// in another context): the owner takes them when the array is stored, its context adopting
+    /// what it can and the owner holding the rest. Stored arrays keep none.
+    var added: [AnyObject] = []
 
     /// Creates an empty array.
     public init() {
@@ -32,7 +40,10 @@ public struct ModelArray<Element: Model> {
 
     /// Creates an array holding `models`, in order.
     public init<S: Sequence>(_ models: S) where S.Element == Element {
+        let models = Array(models)
         references = models.map { ModelRef($0) }
+        held = models
+        added = models
     }
 
     /// The ids of all stored references, in order, including those that do not resolve right now.
@@ -44,23 +55,24 @@ public struct ModelArray<Element: Model> {
     public var models: [Element] { Array(self) }
 
     func resolve(at raw: Int) -> Element? {
-        references[raw].target(lookupIn: context)
+        references[raw].target(lookupIn: context, held: held)
     }
 
     /// Prepares the array to resolve its elements where its owner's references resolve.
-    mutating func attach(context: ModelContext?) {
+    mutating func attach(context: ModelContext?, held: [AnyObject]) {
         self.context = context
+        self.held = held
     }
 
-    /// Adds every element that has never been in a context to this array's context.
-    mutating func adoptAll() {
-        guard let context else { return }
-        for index in references.indices {
-            guard let model = references[index].cached, model.storage.metadata.membership == .unmanaged,
-                !(model is any ContextFreeModel)
-            else { continue }
-            context.insert(model)
+    /// Hands the models added to the array to its owner, before the array is stored: `context`
+    /// adopts those it can; the rest are returned, for the owner to hold.
+    mutating func release(to context: ModelContext?) -> [AnyObject] {
+        defer {
+            held = []
+            added = []
         }
+        guard let context else { return added }
+        return added.filter { ($0 as? any Model).map { !context.adopt($0) } ?? false }
     }
 }
 
@@ -157,10 +169,9 @@ extension ModelArray: RangeReplaceableCollection {
     where C.Element == Element {
         // Lazily mapped: appending one model must not allocate an intermediate array.
         references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
-        if let context {
-            for model in newElements where model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel) {
-                context.insert(model)
-            }
+        for model in newElements where !(context?.adopt(model) ?? false) {
+            held.append(model)
+            added.append(model)
         }
     }
 

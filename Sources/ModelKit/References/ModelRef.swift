@@ -1,6 +1,6 @@
 import Foundation
 
-/// A weak to-one reference to another model, stored in `Properties`.
+/// A to-one reference to another model, stored in `Properties`.
 ///
 /// ```swift
 /// final class Post: Model {
@@ -15,17 +15,21 @@ import Foundation
 /// post.author?.name             // "Jon"
 /// ```
 ///
-/// The reference does not retain its target: the context does. It remembers the target's
-/// ``ModelID``, so it behaves well when the target goes away and comes back:
+/// The reference does not retain its target: the context does. It is the target's ``ModelID``,
+/// looked up in the owner's context when it is read, so it behaves well when the target goes away
+/// and comes back:
 /// - when the target is removed from its context (or its context is destroyed), the reference
 ///   reads as `nil`, where ModelKit for Objective-C crashed;
 /// - when a model with that id is in the context again (re-added, or loaded from a file), the
 ///   reference resolves to it.
 ///
+/// It holds no Swift `weak` reference: a weak reference gives its target a side table, through
+/// which every later retain and release of the target goes, which made scans over referenced
+/// models several times slower and cost memory for every model.
+///
 /// Declare it as a non-optional property with a default (`var author = ModelRef<Author>()`):
 /// the reference has its own empty state.
 public struct ModelRef<Target: Model> {
-    @usableFromInline weak var cached: Target?
     /// The id of the referenced model, or `nil` for an empty reference.
     public private(set) var id: ModelID?
 
@@ -34,7 +38,6 @@ public struct ModelRef<Target: Model> {
 
     /// Creates a reference to `target`, or an empty one when `target` is `nil`.
     public init(_ target: Target?) {
-        cached = target
         id = target?.modelId
     }
 
@@ -63,14 +66,28 @@ public struct ModelRef<Target: Model> {
         target(lookupIn: .current)
     }
 
-    /// The remembered instance if it is live, else the model with this id in `context`; with no
-    /// context, only the remembered instance.
+    /// The model with this id in `context`; `nil` without a context.
+    @inline(__always)
     func target(lookupIn context: ModelContext?) -> Target? {
+        guard let id, let context else { return nil }
+        return context.model(Target.self, modelId: id)
+    }
+
+    /// The target for an owner in `context`, else among the models the owner holds (see
+    /// ``ModelBox/held``: models given to it while it was in no context, or from other contexts).
+    func target(lookupIn context: ModelContext?, held: [AnyObject]) -> Target? {
         guard let id else { return nil }
-        if let cached, cached.storage.isLive, cached.storage.metadata.modelId == id {
-            return cached
+        if let context, let found = context.model(Target.self, modelId: id) { return found }
+        return held.isEmpty ? nil : Self.live(id, among: held)
+    }
+
+    /// The live model with `id` among `held`.
+    static func live(_ id: ModelID, among held: [AnyObject]) -> Target? {
+        for object in held {
+            guard let model = object as? Target, model.storage.metadata.modelId == id else { continue }
+            return model.storage.isLive ? model : nil
         }
-        return context?.model(Target.self, modelId: id)
+        return nil
     }
 
     /// Whether the reference is empty (it was never set, or was set to `nil`).

@@ -22,7 +22,6 @@ extension ModelRef: Codable {
         try container.encode("ModelPointer", forKey: .type)
         try container.encode(Target.modelName, forKey: .model)
         try container.encode(id, forKey: .modelId)
-        try container.encodeIfPresent(cached?.objectId, forKey: .objectId)
     }
 
     public init(from decoder: any Decoder) throws {

@@ -13,6 +13,11 @@ final class GraphWriter {
     private(set) var sawReference = false
     /// The context of the model being encoded: its references resolve there.
     weak var ownerContext: ModelContext?
+    /// What the model being encoded holds while it is in no context (see ``ModelBox/held``).
+    var ownerHeld: [AnyObject] = []
+    /// Whether references are resolved, to write their targets too (a graph); otherwise a
+    /// reference is written as the pointer its id makes (one model's values).
+    var resolvesReferences = false
 
     init(format: SerializationFormat) {
         self.format = format
@@ -20,6 +25,7 @@ final class GraphWriter {
 
     /// Encodes `roots` and everything they reach.
     func serialize(_ roots: [any Model]) throws -> [ModelValue] {
+        resolvesReferences = true
         for root in roots { try enqueue(root) }
         var output: [ModelValue] = []
         output.reserveCapacity(queue.count)
@@ -54,12 +60,17 @@ final class GraphWriter {
     func pointer<M: Model>(to model: M) throws -> ModelValue {
         sawReference = true
         try enqueue(model)
+        return Self.pointer(name: ModelRegistry.name(of: M.self), id: model.modelId, objectId: model.objectId)
+    }
+
+    /// A pointer value. A nil object id is left out, as ModelKit for Objective-C's dictionaries
+    /// could not hold it.
+    static func pointer(name: String, id: ModelID, objectId: String?) -> ModelValue {
         var pointer = ModelValue.Object()
         pointer["__type"] = "ModelPointer"
-        pointer["model"] = .string(ModelRegistry.name(of: M.self))
-        pointer["modelId"] = .string(model.modelId.description)
-        // A nil object id is left out, as ModelKit for Objective-C's dictionaries could not hold it.
-        if let objectId = model.objectId { pointer["objectId"] = .string(objectId) }
+        pointer["model"] = .string(name)
+        pointer["modelId"] = .string(id.description)
+        if let objectId { pointer["objectId"] = .string(objectId) }
         return .object(pointer)
     }
 
@@ -72,6 +83,7 @@ final class GraphWriter {
     private func encode(_ model: some Model, index: Int) throws -> ModelValue {
         let name = ModelRegistry.name(of: type(of: model))
         ownerContext = model.storage.lookupContext
+        ownerHeld = model.storage.box.held
         let properties: ModelValue
         do {
             properties = try encodeProperties(model.storage.values)
@@ -133,7 +145,10 @@ extension SerializationError {
 extension ModelRef: GraphEncodable {
     func encodePointers(with writer: GraphWriter) throws -> ModelValue {
         writer.noteReference()
-        guard let target = target(lookupIn: writer.ownerContext) else { return .null }
+        guard writer.resolvesReferences else {
+            return id.map { GraphWriter.pointer(name: ModelRegistry.name(of: Target.self), id: $0, objectId: nil) } ?? .null
+        }
+        guard let target = target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else { return .null }
         return try writer.pointer(to: target)
     }
 }
@@ -144,8 +159,12 @@ extension ModelArray: GraphEncodable {
         var pointers: [ModelValue] = []
         pointers.reserveCapacity(references.count)
         for raw in references.indices {
-            guard let target = references[raw].target(lookupIn: writer.ownerContext) else { continue }
-            pointers.append(try writer.pointer(to: target))
+            if writer.resolvesReferences {
+                guard let target = references[raw].target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else { continue }
+                pointers.append(try writer.pointer(to: target))
+            } else if let id = references[raw].id {
+                pointers.append(GraphWriter.pointer(name: ModelRegistry.name(of: Element.self), id: id, objectId: nil))
+            }
         }
         return .array(pointers)
     }
