@@ -56,6 +56,7 @@ enum Benchmarks {
     /// Every benchmark, in the order they run.
     static let all: [Benchmark] = [
         create,
+        graphMemory,
         lookupModelId,
         lookupObjectId,
         serializeJSON,
