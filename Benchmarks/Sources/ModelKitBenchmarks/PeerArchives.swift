@@ -118,17 +118,3 @@ func buildArchivedBlog(_ data: BlogData) -> ArchivedBlog {
     }
     return ArchivedBlog(authors: authors)
 }
-
-/// Archives `blog` with NSKeyedArchiver (a binary property list) to `url`.
-func writeKeyedArchive(_ blog: ArchivedBlog, to url: URL) throws {
-    try NSKeyedArchiver.archivedData(withRootObject: blog, requiringSecureCoding: true).write(to: url, options: .atomic)
-}
-
-/// Reads the blog that ``writeKeyedArchive(_:to:)`` wrote.
-func loadKeyedArchive(from url: URL) throws -> ArchivedBlog {
-    let archive = try Data(contentsOf: url)
-    guard let blog = try NSKeyedUnarchiver.unarchivedObject(ofClass: ArchivedBlog.self, from: archive) else {
-        throw VerificationError(description: "NSKeyedUnarchiver found no blog in \(url.lastPathComponent)")
-    }
-    return blog
-}
