@@ -31,8 +31,8 @@ enum FileSubjects {
             modelKit(.binaryPropertyList),
             codableWriter("PropertyListEncoder", "record.plist", buildRecordFile) { try encoder.encode($0) },
             codableWriter("PropertyListEncoder (compact)", "compact.plist", buildCompactFile) { try encoder.encode($0) },
-            keyedArchiver("NSKeyedArchiver", "keyed.plist", buildFlatArchivedBlog, postLimit: Benchmarks.flatArchiveLimit),
-            keyedArchiver("NSKeyedArchiver (arrays)", "keyed-arrays.plist", buildArchivedBlog, postLimit: Benchmarks.slowPeerLimit),
+            keyedArchiver("NSKeyedArchiver", "keyed.plist", .arrayFree, postLimit: Benchmarks.flatArchiveLimit),
+            keyedArchiver("NSKeyedArchiver (arrays)", "keyed-arrays.plist", .arrays, postLimit: Benchmarks.slowPeerLimit),
         ]
     }
 
@@ -43,8 +43,8 @@ enum FileSubjects {
             modelKitLoader(.binaryPropertyList),
             codableLoader("PropertyListDecoder", writer: writers[1]) { try decoder.decode(RecordFile.self, from: $0) },
             codableLoader("PropertyListDecoder (compact)", writer: writers[2]) { try decoder.decode(CompactFile.self, from: $0) },
-            keyedUnarchiver("NSKeyedUnarchiver", writer: writers[3], FlatArchivedBlog.self),
-            keyedUnarchiver("NSKeyedUnarchiver (arrays)", writer: writers[4], ArchivedBlog.self),
+            keyedUnarchiver("NSKeyedUnarchiver", writer: writers[3], .arrayFree),
+            keyedUnarchiver("NSKeyedUnarchiver (arrays)", writer: writers[4], .arrays),
         ]
     }
 
@@ -86,22 +86,18 @@ enum FileSubjects {
         }
     }
 
-    static func keyedArchiver<Root: NSObject & NSSecureCoding>(
-        _ subject: String, _ fileName: String, _ build: @escaping (BlogData) -> Root, postLimit: Int?
-    ) -> FileWriter {
+    static func keyedArchiver(_ subject: String, _ fileName: String, _ layout: ArchiveLayout, postLimit: Int?) -> FileWriter {
         FileWriter(subject: subject, fileName: fileName, postLimit: postLimit) { data, url in
-            let root = build(data)
-            return { try writeKeyedArchive(root, to: url) }
+            let blog = buildArchivedBlog(data, layout: layout)
+            return { try writeKeyedArchive(blog, to: url) }
         }
     }
 
-    static func keyedUnarchiver<Root: NSObject & NSSecureCoding & UnarchivedBlog>(
-        _ subject: String, writer: FileWriter, _ root: Root.Type
-    ) -> FileLoader {
+    static func keyedUnarchiver(_ subject: String, writer: FileWriter, _ layout: ArchiveLayout) -> FileLoader {
         FileLoader(subject: subject, writer: writer) { data, url, recorder in
             Subject(
-                subject, recordingPeaksIn: recorder, setup: {}, body: { _ in try loadKeyedArchive(root, from: url) },
-                verify: { blog in try verifyLoadedBlog(blog, data) })
+                subject, recordingPeaksIn: recorder, setup: {}, body: { _ in try loadKeyedArchive(from: url) },
+                verify: { blog in try verifyLoadedBlog(blog, data, layout: layout) })
         }
     }
 }

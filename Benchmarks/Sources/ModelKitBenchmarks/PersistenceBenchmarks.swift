@@ -4,8 +4,8 @@ import ModelKit
 // Whole-graph files (issue #3): the blog written to and loaded from a file as JSON and as a binary
 // property list, by ModelKit, by Foundation's Codable coders on plain acyclic structs (with the
 // same information as ModelKit's file, and in a compact shape: FilePeers.swift), and by
-// NSKeyedArchiver on the cyclic graph as NSObject classes (without arrays, FlatArchive.swift, and
-// with them, PeerArchives.swift). The subjects are in FileSubjects.swift.
+// NSKeyedArchiver on the cyclic graph as NSObject classes (without arrays and with them,
+// PeerArchives.swift). The subjects are in FileSubjects.swift.
 //
 // Writers are timed from the graph in memory to the file on disk; loaders from the file on disk
 // to the graph in memory. Each subject's blog is built once per size, outside the timed region.
