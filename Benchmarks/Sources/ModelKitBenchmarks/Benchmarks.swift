@@ -2,8 +2,28 @@
 struct Benchmark: Sendable {
     /// The name used in tables, reports and `--filter`.
     let name: String
-    /// Runs the benchmark at one size and returns its rows, ModelKit first.
-    let run: @Sendable (_ data: BlogData, _ session: inout Session) throws -> BenchmarkResult
+    /// Runs the benchmark at one size and returns one table of rows per variant (most benchmarks
+    /// have one; the queries have one per selectivity), ModelKit first in each.
+    let run: @Sendable (_ data: BlogData, _ session: inout Session) throws -> [BenchmarkResult]
+
+    /// A benchmark with one table per size.
+    init(name: String, run: @escaping @Sendable (_ data: BlogData, _ session: inout Session) throws -> BenchmarkResult) {
+        self.name = name
+        self.run = { data, session in [try run(data, &session)] }
+    }
+
+    /// A benchmark with several tables per size (``BenchmarkResult/selectivity`` tells them apart).
+    init(name: String, variants: @escaping @Sendable (_ data: BlogData, _ session: inout Session) throws -> [BenchmarkResult]) {
+        self.name = name
+        run = variants
+    }
+}
+
+/// What the `seconds` column of a benchmark holds.
+enum MeasuredUnit: Equatable {
+    case seconds
+    /// Bytes of memory (`graph-memory`), reported in the `seconds` field of the JSON report.
+    case bytes
 }
 
 /// The rows of one benchmark at one size, plus lines of context printed under its table.
@@ -12,6 +32,10 @@ struct BenchmarkResult {
     var notes: [String] = []
     /// Peak resident memory in bytes during the runs of the subjects that measure it.
     var peakRSSBytes: [String: Int] = [:]
+    /// The share of the queried models that match (queries only): the `selectivity` of the report.
+    var selectivity: Double?
+    /// What the rows measure: seconds, or bytes for `graph-memory`.
+    var unit = MeasuredUnit.seconds
 
     /// Times `subjects` (ModelKit first, then its peers) and `extras` (parts of ModelKit's work,
     /// or variants of a peer), all interleaved. Extras are reported in notes, not as rows, with
@@ -32,6 +56,7 @@ enum Benchmarks {
     /// Every benchmark, in the order they run.
     static let all: [Benchmark] = [
         create,
+        graphMemory,
         lookupModelId,
         lookupObjectId,
         serializeJSON,

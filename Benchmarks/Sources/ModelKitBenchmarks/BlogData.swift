@@ -86,24 +86,25 @@ func buildModelKitBlog(_ data: BlogData, in context: ModelContext) -> BenchBlog 
     return blog
 }
 
-/// Creates the blog as plain objects, registered by id in a dictionary. This is the timed body
-/// of the peer of "create".
+/// Creates the blog as plain objects with ids of type `ID`, one new id per object: the timed body
+/// of the peers of "create", and the peer of "graph-memory".
 ///
-/// - Parameter counterIds: Gives the objects ids made from a counter instead of `UUID()`.
-func buildPlainObjectGraph(_ data: BlogData, counterIds: Bool = false) -> PlainObjectGraph {
-    let graph = PlainObjectGraph()
+/// - Parameter registered: Also registers every object by id in a dictionary, as a context does.
+func buildPlainObjectGraph<ID: PlainID>(_ data: BlogData, ids: ID.Type, registered: Bool = false) -> PlainObjectGraph<ID> {
+    let graph = PlainObjectGraph<ID>()
+    var counter = 0
     graph.authors.reserveCapacity(data.authorCount)
     for a in 0..<data.authorCount {
-        let author = counterIds ? PlainAuthorObject(id: counterUUID(a)) : PlainAuthorObject()
+        let author = PlainAuthorObject(id: ID.next(&counter))
         author.name = data.authorNames[a]
         author.email = data.authorEmails[a]
         author.age = data.authorAges[a]
-        graph.objects[author.id] = author
+        if registered { graph.objects[author.id] = author }
         graph.authors.append(author)
     }
     graph.posts.reserveCapacity(data.n)
     for i in 0..<data.n {
-        let post = counterIds ? PlainPostObject(id: counterUUID(data.authorCount + i)) : PlainPostObject()
+        let post = PlainPostObject(id: ID.next(&counter))
         post.title = data.titles[i]
         post.body = data.bodies[i]
         post.publishedAt = data.dates[i]
@@ -111,7 +112,7 @@ func buildPlainObjectGraph(_ data: BlogData, counterIds: Bool = false) -> PlainO
         let author = graph.authors[data.author(ofPost: i)]
         post.author = author
         author.posts.append(post)
-        graph.objects[post.id] = post
+        if registered { graph.objects[post.id] = post }
         graph.posts.append(post)
     }
     return graph

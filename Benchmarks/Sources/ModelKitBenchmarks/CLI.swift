@@ -12,7 +12,8 @@ struct Options: Equatable {
     var runs: Int?
     /// Prints the time of every run, not only the medians.
     var verbose = false
-    /// Also runs NSKeyedArchiver and NSKeyedUnarchiver above `Benchmarks.slowPeerLimit` posts.
+    /// Also runs NSKeyedArchiver and NSKeyedUnarchiver above their limits
+    /// (`Benchmarks.flatArchiveLimit`, `Benchmarks.slowPeerLimit`).
     var full = false
     /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
     var subjects: [String]?
@@ -58,10 +59,13 @@ enum CLI {
           --json FILE      also write the medians as a JSON array of
                            {"benchmark", "n", "subject", "seconds"} objects to FILE,
                            with "peakRSSBytes" where peak memory is measured (Linux)
+                           and "selectivity" for the queries
           --runs N         timed runs per benchmark, subject and size
                            (default: 3 for n >= 1000000, 5 otherwise; the median is reported)
-          --full           also run NSKeyedArchiver and NSKeyedUnarchiver above 10000 posts
-                           on Linux, 100000 elsewhere (skipped by default: too slow)
+          --full           also run NSKeyedArchiver and NSKeyedUnarchiver where they are
+                           skipped by default as too slow: on the array-free archive above
+                           100000 posts on Linux; on the archive with arrays above 10000
+                           posts on Linux, 100000 elsewhere (--subjects picks one of them)
           --subjects NAME,...
                            run only these subjects of write-json, load-json, write-plist
                            and load-plist (for example ModelKit, to re-measure it alone)
@@ -70,6 +74,8 @@ enum CLI {
 
         Benchmarks: \(Benchmarks.names.joined(separator: ", "))
         The ratio column is peer seconds / ModelKit seconds: above 1 means ModelKit is faster.
+        graph-memory reports bytes instead of seconds (also in the JSON report's "seconds"), and
+        the query benchmarks report each condition at two selectivities ("selectivity" in JSON).
 
         Run it in release mode:
           swift run -c release --package-path Benchmarks ModelKitBenchmarks --sizes 10000

@@ -21,14 +21,14 @@ extension Benchmarks {
             },
             verify: { try expect($0, data.n, "posts found") })
 
-        let plain = buildPlainObjectGraph(data)
+        let plain = buildPlainObjectGraph(data, ids: UUID.self, registered: true)
         let objects = plain.objects
         let uuids = order.map { plain.posts[$0].id }
         let dictionary = Subject(
             "Dictionary<UUID, AnyObject>",
             body: { () -> Int in
                 var hits = 0
-                for id in uuids where objects[id] as? PlainPostObject != nil {
+                for id in uuids where objects[id] as? PlainPostObject<UUID> != nil {
                     hits += 1
                 }
                 return hits
@@ -63,14 +63,14 @@ extension Benchmarks {
                 return try expect(hits, data.n, "posts found")
             })
 
-        let plain = buildPlainObjectGraph(data)
+        let plain = buildPlainObjectGraph(data, ids: UUID.self)
         var objects: [String: AnyObject] = [:]
         for (i, post) in plain.posts.enumerated() { objects[BlogData.objectId(ofPost: i)] = post }
         let dictionary = Subject(
             "Dictionary<String, AnyObject>",
             body: { [objects] () -> Int in
                 var hits = 0
-                for key in keys where objects[key] as? PlainPostObject != nil {
+                for key in keys where objects[key] as? PlainPostObject<UUID> != nil {
                     hits += 1
                 }
                 return hits

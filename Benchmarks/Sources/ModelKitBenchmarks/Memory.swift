@@ -1,11 +1,12 @@
 import Foundation
+import MallocStats
 
 #if os(Linux)
     import Glibc
 #endif
 
 // Resident memory of the benchmark process, for the peak-RSS columns of the write and load
-// benchmarks.
+// benchmarks, and the C heap's own count of the bytes it hands out, for `graph-memory`.
 //
 // Only Linux can reset the high-water mark (`/proc/self/clear_refs`), so only Linux reports
 // numbers. Elsewhere every function returns `nil`: `getrusage`'s `ru_maxrss` is the peak since the
@@ -46,6 +47,14 @@ enum Memory {
         #endif
     }
 
+    /// The bytes the C heap hands out now (every live allocation, with malloc's per-chunk
+    /// overhead), or `nil` where the platform does not say. Unlike the resident set size, this
+    /// does not depend on what earlier runs freed, nor on pages that malloc keeps.
+    static func heapBytes() -> Int? {
+        let bytes = mallocstats_allocated_bytes()
+        return bytes >= 0 ? Int(bytes) : nil
+    }
+
     /// The resident set size once freed heap memory has been handed back to the system, or `nil`
     /// where it is not measured: what the live data occupies.
     static func settledResidentBytes() -> Int? {
@@ -58,11 +67,10 @@ enum Memory {
     }
 
     #if os(Linux)
-        /// Calls glibc's `malloc_trim(0)`, which Swift's Glibc module does not declare.
+        /// Calls glibc's `malloc_trim(0)` (through the C target: Swift's Glibc module does not
+        /// declare it).
         private static func releaseFreeMemory() {
-            typealias MallocTrim = @convention(c) (Int) -> Int32
-            guard let symbol = dlsym(nil, "malloc_trim") else { return }
-            _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+            mallocstats_trim()
         }
 
         /// A `kB` field of `/proc/self/status`, in bytes.

@@ -2,7 +2,16 @@ import Foundation
 
 // The blog as NSObject subclasses adopting NSSecureCoding, for NSKeyedArchiver and
 // NSKeyedUnarchiver: the same cyclic graph as ModelKit's (each post references its author, each
-// author holds its posts), archived as a whole from one root.
+// author holds its posts), archived as a whole from one root, in one of two layouts:
+//
+// - Array-free (the peer "NSKeyedArchiver", issue #13): every collection is written one object
+//   per key, its count under "count" and element `i` under "i".
+// - With arrays ("NSKeyedArchiver (arrays)"): the blog's authors, an author's posts and a post's
+//   tags as NSArrays. On Linux, swift-corelibs-foundation's archiver finds the objects it has
+//   already written by `isEqual`, and an NSArray's hash is its count, so every author's ten-post
+//   array and every post's three-tag array land in one hash bucket and archiving grows
+//   quadratically (see `Benchmarks.slowPeerLimit`): that form measures the bug more than the
+//   archiver. Strings, dates and these objects hash well.
 //
 // On Linux, swift-corelibs-foundation cannot decode a cycle: an object is only registered with
 // the unarchiver once its `init(coder:)` has returned, so a post decoding its author while that
@@ -11,22 +20,30 @@ import Foundation
 // author restores its posts' back references after decoding them, instead of each post decoding
 // its author. The loaded graph is the same cyclic graph.
 
+/// How an archived object writes its collections.
+enum ArchiveLayout {
+    case arrayFree
+    case arrays
+}
+
 final class ArchivedBlog: NSObject, NSSecureCoding {
     static var supportsSecureCoding: Bool { true }
 
+    let layout: ArchiveLayout
     let authors: [ArchivedAuthor]
 
-    init(authors: [ArchivedAuthor]) {
+    init(authors: [ArchivedAuthor], layout: ArchiveLayout) {
         self.authors = authors
+        self.layout = layout
     }
 
     func encode(with coder: NSCoder) {
-        coder.encode(authors, forKey: "authors")
+        encodeCollection(authors, forKey: "authors", layout: layout, with: coder)
     }
 
     init?(coder: NSCoder) {
-        guard let authors = coder.decodeObject(of: [NSArray.self, ArchivedAuthor.self], forKey: "authors") as? [ArchivedAuthor]
-        else { return nil }
+        layout = decodedLayout(coder)
+        guard let authors = decodeCollection(ArchivedAuthor.self, forKey: "authors", layout: layout, with: coder) else { return nil }
         self.authors = authors
     }
 }
@@ -34,28 +51,31 @@ final class ArchivedBlog: NSObject, NSSecureCoding {
 final class ArchivedAuthor: NSObject, NSSecureCoding {
     static var supportsSecureCoding: Bool { true }
 
+    let layout: ArchiveLayout
     let name: String
     let email: String
     let age: Int
     var posts: [ArchivedPost] = []
 
-    init(name: String, email: String, age: Int) {
+    init(name: String, email: String, age: Int, layout: ArchiveLayout) {
         self.name = name
         self.email = email
         self.age = age
+        self.layout = layout
     }
 
     func encode(with coder: NSCoder) {
         coder.encode(name, forKey: "name")
         coder.encode(email, forKey: "email")
         coder.encode(age, forKey: "age")
-        coder.encode(posts, forKey: "posts")
+        encodeCollection(posts, forKey: "posts", layout: layout, with: coder)
     }
 
     init?(coder: NSCoder) {
+        layout = decodedLayout(coder)
         guard let name = coder.decodeObject(of: NSString.self, forKey: "name"),
             let email = coder.decodeObject(of: NSString.self, forKey: "email"),
-            let posts = coder.decodeObject(of: [NSArray.self, ArchivedPost.self], forKey: "posts") as? [ArchivedPost]
+            let posts = decodeCollection(ArchivedPost.self, forKey: "posts", layout: layout, with: coder)
         else { return nil }
         self.name = name as String
         self.email = email as String
@@ -69,6 +89,7 @@ final class ArchivedAuthor: NSObject, NSSecureCoding {
 final class ArchivedPost: NSObject, NSSecureCoding {
     static var supportsSecureCoding: Bool { true }
 
+    let layout: ArchiveLayout
     let title: String
     let body: String
     let publishedAt: Date
@@ -76,50 +97,94 @@ final class ArchivedPost: NSObject, NSSecureCoding {
     /// Weak, as Cocoa code holds a parent: the blog owns the authors and the authors own the posts.
     weak var author: ArchivedAuthor?
 
-    init(title: String, body: String, publishedAt: Date, tags: [String]) {
+    init(title: String, body: String, publishedAt: Date, tags: [String], layout: ArchiveLayout) {
         self.title = title
         self.body = body
         self.publishedAt = publishedAt
         self.tags = tags
+        self.layout = layout
     }
 
     func encode(with coder: NSCoder) {
         coder.encode(title, forKey: "title")
         coder.encode(body, forKey: "body")
         coder.encode(publishedAt, forKey: "publishedAt")
-        coder.encode(tags, forKey: "tags")
+        encodeCollection(tags.map { $0 as NSString }, forKey: "tags", layout: layout, with: coder)
         coder.encode(author, forKey: "author")
     }
 
     /// Leaves `author` to the author that decodes this post (see the top of the file).
     init?(coder: NSCoder) {
+        layout = decodedLayout(coder)
         guard let title = coder.decodeObject(of: NSString.self, forKey: "title"),
             let body = coder.decodeObject(of: NSString.self, forKey: "body"),
             let publishedAt = coder.decodeObject(of: NSDate.self, forKey: "publishedAt"),
-            let tags = coder.decodeObject(of: [NSArray.self, NSString.self], forKey: "tags") as? [String]
+            let tags = decodeCollection(NSString.self, forKey: "tags", layout: layout, with: coder)
         else { return nil }
         self.title = title as String
         self.body = body as String
         self.publishedAt = publishedAt as Date
-        self.tags = tags
+        self.tags = tags.map { $0 as String }
     }
 }
 
-/// The blog as archivable objects: the same content as every other subject's.
-func buildArchivedBlog(_ data: BlogData) -> ArchivedBlog {
+/// Writes `objects` under `key` in `layout`: an NSArray, or one object per key (the count under
+/// "count", object `i` under "i"; each archived object has one collection).
+private func encodeCollection(_ objects: [NSObject], forKey key: String, layout: ArchiveLayout, with coder: NSCoder) {
+    switch layout {
+    case .arrays:
+        coder.encode(objects, forKey: key)
+    case .arrayFree:
+        coder.encode(objects.count, forKey: "count")
+        for (index, object) in objects.enumerated() {
+            coder.encode(object, forKey: String(index))
+        }
+    }
+}
+
+/// The layout of the object being decoded: array-free objects have a "count".
+private func decodedLayout(_ coder: NSCoder) -> ArchiveLayout {
+    coder.containsValue(forKey: "count") ? .arrayFree : .arrays
+}
+
+/// Reads what ``encodeCollection(_:forKey:layout:with:)`` wrote, or `nil` if anything is missing
+/// or of another class.
+private func decodeCollection<Object: NSObject & NSSecureCoding>(
+    _ type: Object.Type, forKey key: String, layout: ArchiveLayout, with coder: NSCoder
+) -> [Object]? {
+    switch layout {
+    case .arrays:
+        return coder.decodeObject(of: [NSArray.self, type], forKey: key) as? [Object]
+    case .arrayFree:
+        let count = coder.decodeInteger(forKey: "count")
+        guard count >= 0 else { return nil }
+        var objects: [Object] = []
+        objects.reserveCapacity(count)
+        for index in 0..<count {
+            guard let object = coder.decodeObject(of: type, forKey: String(index)) else { return nil }
+            objects.append(object)
+        }
+        return objects
+    }
+}
+
+/// The blog as archivable objects in `layout`: the same content as every other subject's.
+func buildArchivedBlog(_ data: BlogData, layout: ArchiveLayout) -> ArchivedBlog {
     let authors = (0..<data.authorCount).map { a in
-        ArchivedAuthor(name: data.authorNames[a], email: data.authorEmails[a], age: data.authorAges[a])
+        ArchivedAuthor(name: data.authorNames[a], email: data.authorEmails[a], age: data.authorAges[a], layout: layout)
     }
     for i in 0..<data.n {
-        let post = ArchivedPost(title: data.titles[i], body: data.bodies[i], publishedAt: data.dates[i], tags: data.tags[i])
+        let post = ArchivedPost(
+            title: data.titles[i], body: data.bodies[i], publishedAt: data.dates[i], tags: data.tags[i], layout: layout)
         let author = authors[data.author(ofPost: i)]
         post.author = author
         author.posts.append(post)
     }
-    return ArchivedBlog(authors: authors)
+    return ArchivedBlog(authors: authors, layout: layout)
 }
 
-/// Archives `blog` with NSKeyedArchiver (a binary property list) to `url`.
+/// Archives `blog` with NSKeyedArchiver (a binary property list) to `url`: the archive in memory,
+/// then one atomic write.
 func writeKeyedArchive(_ blog: ArchivedBlog, to url: URL) throws {
     try NSKeyedArchiver.archivedData(withRootObject: blog, requiringSecureCoding: true).write(to: url, options: .atomic)
 }
@@ -131,4 +196,22 @@ func loadKeyedArchive(from url: URL) throws -> ArchivedBlog {
         throw VerificationError(description: "NSKeyedUnarchiver found no blog in \(url.lastPathComponent)")
     }
     return blog
+}
+
+/// Checks an unarchived blog (see ``LoadedBlogCheck``); returns the number of posts.
+func verifyLoadedBlog(_ blog: ArchivedBlog, _ data: BlogData, layout: ArchiveLayout) throws -> Int {
+    let held = blog.authors.reduce(0) { $0 + $1.posts.count }
+    try check(blog.layout == layout, "the layout of the archive")
+    return try LoadedBlogCheck(
+        authorCount: blog.authors.count, postCount: held, postsHeld: held,
+        author: { (blog.authors[$0].name, blog.authors[$0].email, blog.authors[$0].age) },
+        post: { i in
+            let post = blog.authors[data.author(ofPost: i)].posts[i / data.authorCount]
+            return (post.title, post.body, post.publishedAt, post.tags)
+        },
+        linked: { i in
+            let author = blog.authors[data.author(ofPost: i)]
+            return author.posts[i / data.authorCount].author === author
+        }
+    ).verify(data, "unarchived")
 }

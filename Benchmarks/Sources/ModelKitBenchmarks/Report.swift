@@ -8,6 +8,9 @@ struct Measurement: Codable, Equatable {
     var seconds: Double
     /// The subject's peak resident memory during its runs, where measured (Linux); omitted otherwise.
     var peakRSSBytes: Int? = nil
+    /// The share of the queried models that match, for the query benchmarks (each runs at two);
+    /// omitted otherwise.
+    var selectivity: Double? = nil
 }
 
 /// Collects measurements, prints a table per benchmark and size, and writes the JSON report.
@@ -18,31 +21,38 @@ struct Report {
     static let modelKit = "ModelKit"
 
     /// Records the rows of one benchmark at one size (ModelKit first) and prints their table.
-    mutating func add(
-        benchmark: String, n: Int, runs: Int, rows: [(subject: String, seconds: Double)], notes: [String],
-        peakRSSBytes: [String: Int] = [:]
-    ) {
-        let rows = rows.map {
+    mutating func add(benchmark: String, n: Int, runs: Int, result: BenchmarkResult) {
+        let rows = result.rows.map {
             Measurement(
-                benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds, peakRSSBytes: peakRSSBytes[$0.subject])
+                benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds,
+                peakRSSBytes: result.peakRSSBytes[$0.subject], selectivity: result.selectivity)
         }
         measurements += rows
-        print(Self.table(benchmark: benchmark, n: n, runs: runs, rows: rows, notes: notes))
+        print(
+            Self.table(
+                benchmark: benchmark, n: n, runs: runs, rows: rows, notes: result.notes, selectivity: result.selectivity,
+                unit: result.unit))
         fflush(nil)  // show each table as soon as it is done, also when the output is a file
     }
 
-    /// The table for one benchmark at one size: subject, median seconds, ratio to ModelKit.
-    static func table(benchmark: String, n: Int, runs: Int, rows: [Measurement], notes: [String]) -> String {
+    /// The table for one benchmark at one size: subject, median seconds (or bytes), ratio to ModelKit.
+    static func table(
+        benchmark: String, n: Int, runs: Int, rows: [Measurement], notes: [String], selectivity: Double? = nil,
+        unit: MeasuredUnit = .seconds
+    ) -> String {
         // Against ModelKit's row, or the first row when ModelKit has several ("ModelKit (scan)", …).
         let base = (rows.first { $0.subject == modelKit } ?? rows.first)?.seconds
         let subjectWidth = max(30, rows.map(\.subject.count).max() ?? 0)
+        let selected = selectivity.map { "  selectivity \(fixed($0 * 100, 1))%" } ?? ""
         var lines: [String] = []
-        lines.append("\(benchmark)  n=\(grouped(n))  (median of \(runs) run\(runs == 1 ? "" : "s"))")
-        lines.append(pad("subject", subjectWidth) + "  " + pad("seconds", 12, right: true) + "  " + pad("ratio", 8, right: true))
-        lines.append(String(repeating: "-", count: subjectWidth + 24))
+        lines.append("\(benchmark)  n=\(grouped(n))\(selected)  (median of \(runs) run\(runs == 1 ? "" : "s"))")
+        let column = unit == .bytes ? "bytes" : "seconds"
+        lines.append(pad("subject", subjectWidth) + "  " + pad(column, 14, right: true) + "  " + pad("ratio", 8, right: true))
+        lines.append(String(repeating: "-", count: subjectWidth + 26))
         for row in rows {
             let ratio = base.map { $0 > 0 ? fixed(row.seconds / $0, 2) : "-" } ?? "-"
-            lines.append(pad(row.subject, subjectWidth) + "  " + pad(fixed(row.seconds, 6), 12, right: true) + "  " + pad(ratio, 8, right: true))
+            let value = unit == .bytes ? grouped(Int(row.seconds)) : fixed(row.seconds, 6)
+            lines.append(pad(row.subject, subjectWidth) + "  " + pad(value, 14, right: true) + "  " + pad(ratio, 8, right: true))
         }
         for note in notes { lines.append("  " + note) }
         return lines.joined(separator: "\n") + "\n"

@@ -18,6 +18,10 @@ func runBenchmarks(_ options: Options) throws {
     print("ModelKit benchmarks: \(selected.map(\.name).joined(separator: ", "))")
     print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
 
+    // When the tables go to a file, standard error says what is running and for how long.
+    let showsProgress = isatty(STDOUT_FILENO) == 0
+    let clock = ContinuousClock()
+    let started = clock.now
     var report = Report()
     var session = Session(runs: 1, verbose: options.verbose, full: options.full, subjects: options.subjects)
     for n in options.sizes {
@@ -25,10 +29,10 @@ func runBenchmarks(_ options: Options) throws {
         session.runs = options.runs(for: n)
         for benchmark in selected {
             session.label = "\(benchmark.name) n=\(n)"
-            let result = try benchmark.run(data, &session)
-            report.add(
-                benchmark: benchmark.name, n: n, runs: session.runs, rows: result.rows, notes: result.notes,
-                peakRSSBytes: result.peakRSSBytes)
+            if showsProgress { printError("[\(fixed(seconds(clock.now - started), 0)) s] \(session.label)") }
+            for result in try benchmark.run(data, &session) {
+                report.add(benchmark: benchmark.name, n: n, runs: session.runs, result: result)
+            }
         }
     }
     if let path = options.jsonPath {
