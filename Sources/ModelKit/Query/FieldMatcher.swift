@@ -19,8 +19,11 @@ enum FieldMatcher {
         let op = condition.op
         switch kind {
         case .int:
-            guard let values = integers(condition.values), let test = compare(op, values) else { return nil }
-            return reading(Int.self) { test(Int64($0)) }
+            // Compared as Int, without converting each model's value.
+            guard let values = integers(condition.values)?.compactMap({ Int(exactly: $0) }),
+                values.count == condition.values.count, let test = compare(op, values)
+            else { return nil }
+            return reading(Int.self, test)
         case .double:
             guard let values = doubles(condition.values), let test = compare(op, values) else { return nil }
             return reading(Double.self, test)

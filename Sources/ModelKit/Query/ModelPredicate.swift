@@ -309,7 +309,10 @@ extension ModelPredicate.Node {
                 return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
             }
             let layout = PropertyLayout.of(M.self)
-            if let matcher = layout.matcher(for: path, condition) {
+            if let field = layout.fields[key], let matcher = FieldMatcher.make(field, condition) {
+                return { model in model.storage.box.withValuesPointer(matcher) }
+            }
+            if let matcher = layout.matcher(for: path, condition) {  // through references
                 return { model in
                     let storage = model.storage
                     return storage.box.withValuesPointer { matcher($0, storage.lookupContext) }

@@ -35,28 +35,15 @@ extension Dictionary: StableOrderEncodable where Key: Encodable, Value: Encodabl
 private struct SortedDictionary<Key: Encodable & Hashable, Value: Encodable>: Encodable {
     let pairs: [(key: Key, value: Value)]
 
-    struct AnyKey: CodingKey {
-        let stringValue: String
-        let intValue: Int?
-        init(stringValue: String) {
-            self.stringValue = stringValue
-            intValue = nil
-        }
-        init(intValue: Int) {
-            stringValue = "\(intValue)"
-            self.intValue = intValue
-        }
-    }
-
     func encode(to encoder: any Encoder) throws {
         if Key.self == String.self || Key.self == Int.self || Key.self is any CodingKeyRepresentable.Type {
-            var container = encoder.container(keyedBy: AnyKey.self)
+            var container = encoder.container(keyedBy: IndexKey.self)
             for (key, value) in pairs {
-                let codingKey: AnyKey =
+                let codingKey: IndexKey =
                     switch key {
-                    case let text as String: AnyKey(stringValue: text)
-                    case let number as Int: AnyKey(intValue: number)
-                    default: AnyKey(stringValue: (key as! any CodingKeyRepresentable).codingKey.stringValue)
+                    case let text as String: IndexKey(stringValue: text)
+                    case let number as Int: IndexKey(stringValue: "\(number)")
+                    default: IndexKey(stringValue: (key as! any CodingKeyRepresentable).codingKey.stringValue)
                     }
                 try container.encode(value, forKey: codingKey)
             }
