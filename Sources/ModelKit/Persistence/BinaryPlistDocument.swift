@@ -331,7 +331,9 @@ struct BinaryPlistDocument: TreeDocument {
         let offset = offset(of: node)
         guard bytes[offset] == 0x33 else { throw malformed(offset, "a date", describeNode(node)) }
         try check(offset + 1, 8)
-        return Double(bitPattern: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8))))
+        let seconds = Double(bitPattern: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8))))
+        guard seconds.isFinite else { throw NumberRange.notADate(seconds, byteOffset: offset) }
+        return seconds
     }
 
     func data(_ node: Int) throws -> Data {
