@@ -259,17 +259,21 @@ final class JSONSource: ModelSource {
 /// Models from a binary property list, read in place.
 final class BinaryPlistSource: ModelSource {
     let document: BinaryPlistDocument
+    /// What this source's thread decoded, against the limit all threads share.
+    private let meter: DecodedSizeMeter
     @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
 
     init(bytes: UnsafeBufferPointer<UInt8>) throws {
-        document = try BinaryPlistDocument(bytes: bytes)
+        meter = DecodedSizeMeter(limit: DecodedSizeLimit(inputSize: bytes.count))
+        document = try BinaryPlistDocument(bytes: bytes, meter: meter)
     }
 
-    private init(document: BinaryPlistDocument) {
-        self.document = document
+    private init(forAnotherThreadOf source: BinaryPlistSource) {
+        meter = DecodedSizeMeter(limit: source.meter.limit)
+        document = source.document.forAnotherThread(meter: meter)
     }
 
-    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document.forAnotherThread()) }
+    func copyForWorker() -> any ModelSource { BinaryPlistSource(forAnotherThreadOf: self) }
 
     func readHeaders(into loader: GraphLoader) throws {
         let top = document.topObject
