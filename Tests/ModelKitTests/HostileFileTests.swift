@@ -138,7 +138,9 @@ struct ObjectIdClashTests {
         Data(#"{"format":"ModelKit","version":1,"models":[\#(models.joined(separator: ","))]}"#.utf8)
     }
 
-    @Test("two models of one type with one object id in a file are a typed error, in every format", arguments: PersistenceFormat.allCases)
+    @Test(
+        "two models of one type with one object id in a file are a typed error, in every format",
+        arguments: PersistenceFormat.allCases)
     func duplicateInFile(format: PersistenceFormat) throws {
         let json = file(note(Self.id1, objectId: "x", text: "a"), note(Self.id2, objectId: "x", text: "b"))
         let data = try converting(json, to: format)

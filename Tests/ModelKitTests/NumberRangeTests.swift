@@ -118,7 +118,9 @@ struct NumberRangeTests {
         #expect(error.path == "properties.int")
     }
 
-    @Test("NaN and infinite dates are invalid values, in properties and headers, in every reader", arguments: ["nan", "inf", "-inf"])
+    @Test(
+        "NaN and infinite dates are invalid values, in properties and headers, in every reader",
+        arguments: ["nan", "inf", "-inf"])
     func nonFiniteDates(value: String) throws {
         let seconds = #"{"__type":"Date","referenceSeconds":{"__type":"Double","value":"\#(value)"}}"#
         let error = try #require(try loadError(file(#""date":\#(seconds)"#)))

@@ -54,7 +54,9 @@ struct PredicateNestingTests {
         #expect(try Note.query(in: context).filter(all).count() == 5)
     }
 
-    @Test("p = p || q a hundred thousand times appends in place, and branches built from one predicate stay apart", .timeLimit(.minutes(1)))
+    @Test(
+        "p = p || q a hundred thousand times appends in place, and branches built from one predicate stay apart",
+        .timeLimit(.minutes(1)))
     func chainsBuiltInALoop() throws {
         let context = notes()
         let never = try ModelPredicate<Note>("count == 100")

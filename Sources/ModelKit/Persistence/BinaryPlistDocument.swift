@@ -156,7 +156,8 @@ struct BinaryPlistDocument: TreeDocument {
         let (length, overflow) = count.multipliedReportingOverflow(by: width)
         guard !overflow, start <= tableOffset, length <= tableOffset - start else {
             throw malformed(
-                start, "\(count) elements of \(width) bytes inside the object area (\(tableOffset - min(start, tableOffset)) bytes left)",
+                start,
+                "\(count) elements of \(width) bytes inside the object area (\(tableOffset - min(start, tableOffset)) bytes left)",
                 "the end of the object area")
         }
         return (count, start)

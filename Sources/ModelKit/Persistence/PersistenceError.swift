@@ -15,7 +15,7 @@
 /// do {
 ///     try context.write(to: url)
 /// } catch let error as PersistenceError where error.code == .outOfSpace {
-///     showDiskFullAlert()                        // the previous file at `url` is intact
+///     print(error.errorNumber ?? 0)              // 28 (ENOSPC); the previous file at `url` is intact
 /// } catch PersistenceError.Code.permissionDenied {
 ///     // `~=` matches an error against a code
 /// }
