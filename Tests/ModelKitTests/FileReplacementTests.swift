@@ -161,13 +161,9 @@ struct FileReplacementTests {
             let other = directory.appendingPathComponent("other.json")
             try Data("old".utf8).write(to: url)
             try FileManager.default.linkItem(at: url, to: other)
-            let context = ModelContext()
-            Note.instance(in: context).text = "new"
-            try context.write(to: url)
+            try writeNote("new", to: url)
             #expect(try Data(contentsOf: other) == Data("old".utf8))
-            let reloaded = ModelContext()
-            try reloaded.load(from: url)
-            #expect(reloaded.models(of: Note.self).map(\.text) == ["new"])
+            #expect(try noteTexts(at: url) == ["new"])
         }
     }
 
@@ -178,14 +174,10 @@ struct FileReplacementTests {
             let elsewhere = directory.appendingPathComponent("elsewhere.txt")
             try Data("untouched".utf8).write(to: elsewhere)
             try FileManager.default.createSymbolicLink(at: url, withDestinationURL: elsewhere)
-            let context = ModelContext()
-            Note.instance(in: context).text = "new"
-            try context.write(to: url)
+            try writeNote("new", to: url)
             #expect(try Data(contentsOf: elsewhere) == Data("untouched".utf8))
             #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) == nil)
-            let reloaded = ModelContext()
-            try reloaded.load(from: url)
-            #expect(reloaded.models(of: Note.self).map(\.text) == ["new"])
+            #expect(try noteTexts(at: url) == ["new"])
         }
     }
 
@@ -212,5 +204,19 @@ struct FileReplacementTests {
         }
         try #require(result == 0)
         return descriptor
+    }
+
+    /// Writes a context of one note with `text` to `url`.
+    func writeNote(_ text: String, to url: URL) throws {
+        let context = ModelContext()
+        Note.instance(in: context).text = text
+        try context.write(to: url)
+    }
+
+    /// The texts of the notes in the file at `url`.
+    func noteTexts(at url: URL) throws -> [String] {
+        let context = ModelContext()
+        try context.load(from: url)
+        return context.models(of: Note.self).map(\.text)
     }
 }
