@@ -188,3 +188,37 @@ extension FileReadingTests {
         }
     }
 }
+
+@Suite("File errors")
+struct FileErrorTests {
+    @Test(
+        "each errno is told apart by its code, and the error keeps the errno and the system's message",
+        arguments: [
+            (ENOSPC, PersistenceError.Code.outOfSpace), (EDQUOT, .outOfSpace), (EACCES, .permissionDenied),
+            (EPERM, .permissionDenied), (EROFS, .readOnlyFileSystem), (ENOENT, .fileNotFound), (ENOTDIR, .fileNotFound),
+            (EIO, .systemFailure),
+        ])
+    func errnoCodes(errorNumber: Int32, code: PersistenceError.Code) {
+        let error = PersistenceError(errorNumber: errorNumber, operation: "write", path: "/a/graph.json")
+        #expect(error.code == code)
+        #expect(error.errorNumber == errorNumber)
+        #expect(error.description.hasPrefix("/a/graph.json: write failed: expected "))
+        #expect(error.description.contains("errno \(errorNumber), \(String(cString: strerror(errorNumber)))"))
+        #expect(error.description.hasSuffix("[\(code)]"))
+        #expect(code ~= error as any Error)
+    }
+
+    #if os(Linux)
+        @Test("a write where the process may not create files is permissionDenied, naming the target")
+        func permissionDenied() throws {
+            // sysfs refuses new files to everyone, root included (EACCES).
+            let url = URL(fileURLWithPath: "/sys/modelkit-\(UUID().uuidString).json")
+            let context = ModelContext()
+            let error = #expect(throws: PersistenceError.self) { try context.write(to: url) }
+            #expect(error?.code == .permissionDenied)
+            #expect(error?.errorNumber == EACCES)
+            #expect(error?.path == url.path)
+            #expect(error?.operation == "create a temporary file")
+        }
+    #endif
+}

@@ -37,14 +37,19 @@ struct FileReplacementTests {
     }
 
     /// Writes a note over `url`, which must be refused as not a regular file, and checks that
-    /// nothing was left in `directory` but what `expected` lists.
-    func expectRefused(_ url: URL, in directory: URL, leaving expected: [String]) throws {
+    /// nothing was left in `directory` but what `expected` lists, and that `url` is still of
+    /// `kind` (`S_IFIFO`…) when given.
+    func expectRefused(_ url: URL, in directory: URL, leaving expected: [String], kind: mode_t? = nil) throws {
         let context = ModelContext()
         Note.instance(in: context).text = "new"
         let error = #expect(throws: PersistenceError.self) { try context.write(to: url) }
         #expect(error?.code == .notARegularFile)
         #expect(error?.path == url.path)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == expected)
+        if let kind {
+            var status = stat()
+            #expect(lstat(url.path, &status) == 0 && status.st_mode & S_IFMT == kind)
+        }
     }
 
     @Test("a write over a directory fails, leaves the directory and no temporary file")
@@ -63,9 +68,7 @@ struct FileReplacementTests {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("graph.json")
             try #require(mkfifo(url.path, 0o644) == 0)
-            try expectRefused(url, in: directory, leaving: ["graph.json"])
-            var status = stat()
-            #expect(lstat(url.path, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+            try expectRefused(url, in: directory, leaving: ["graph.json"], kind: S_IFIFO)
         }
     }
 
@@ -75,9 +78,7 @@ struct FileReplacementTests {
             let url = directory.appendingPathComponent("graph.json")
             let socket = try bindSocket(at: url.path)
             defer { close(socket) }
-            try expectRefused(url, in: directory, leaving: ["graph.json"])
-            var status = stat()
-            #expect(lstat(url.path, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK)
+            try expectRefused(url, in: directory, leaving: ["graph.json"], kind: S_IFSOCK)
         }
     }
 
@@ -94,9 +95,7 @@ struct FileReplacementTests {
                     let null = dev_t(3 << 24 | 2)
                 #endif
                 try #require(mknod(url.path, S_IFCHR | 0o666, null) == 0)
-                try expectRefused(url, in: directory, leaving: ["null"])
-                var status = stat()
-                #expect(lstat(url.path, &status) == 0 && status.st_mode & S_IFMT == S_IFCHR)
+                try expectRefused(url, in: directory, leaving: ["null"], kind: S_IFCHR)
             } else {
                 // Without root no device can be made; the real one is safe to aim at, since
                 // only root could replace it.
@@ -162,13 +161,9 @@ struct FileReplacementTests {
             let other = directory.appendingPathComponent("other.json")
             try Data("old".utf8).write(to: url)
             try FileManager.default.linkItem(at: url, to: other)
-            let context = ModelContext()
-            Note.instance(in: context).text = "new"
-            try context.write(to: url)
+            try writeNote("new", to: url)
             #expect(try Data(contentsOf: other) == Data("old".utf8))
-            let reloaded = ModelContext()
-            try reloaded.load(from: url)
-            #expect(reloaded.models(of: Note.self).map(\.text) == ["new"])
+            #expect(try noteTexts(at: url) == ["new"])
         }
     }
 
@@ -179,14 +174,10 @@ struct FileReplacementTests {
             let elsewhere = directory.appendingPathComponent("elsewhere.txt")
             try Data("untouched".utf8).write(to: elsewhere)
             try FileManager.default.createSymbolicLink(at: url, withDestinationURL: elsewhere)
-            let context = ModelContext()
-            Note.instance(in: context).text = "new"
-            try context.write(to: url)
+            try writeNote("new", to: url)
             #expect(try Data(contentsOf: elsewhere) == Data("untouched".utf8))
             #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) == nil)
-            let reloaded = ModelContext()
-            try reloaded.load(from: url)
-            #expect(reloaded.models(of: Note.self).map(\.text) == ["new"])
+            #expect(try noteTexts(at: url) == ["new"])
         }
     }
 
@@ -213,5 +204,19 @@ struct FileReplacementTests {
         }
         try #require(result == 0)
         return descriptor
+    }
+
+    /// Writes a context of one note with `text` to `url`.
+    func writeNote(_ text: String, to url: URL) throws {
+        let context = ModelContext()
+        Note.instance(in: context).text = text
+        try context.write(to: url)
+    }
+
+    /// The texts of the notes in the file at `url`.
+    func noteTexts(at url: URL) throws -> [String] {
+        let context = ModelContext()
+        try context.load(from: url)
+        return context.models(of: Note.self).map(\.text)
     }
 }

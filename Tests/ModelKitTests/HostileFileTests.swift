@@ -138,7 +138,9 @@ struct ObjectIdClashTests {
         Data(#"{"format":"ModelKit","version":1,"models":[\#(models.joined(separator: ","))]}"#.utf8)
     }
 
-    @Test("two models of one type with one object id in a file are a typed error, in every format", arguments: PersistenceFormat.allCases)
+    @Test(
+        "two models of one type with one object id in a file are a typed error, in every format",
+        arguments: PersistenceFormat.allCases)
     func duplicateInFile(format: PersistenceFormat) throws {
         let json = file(note(Self.id1, objectId: "x", text: "a"), note(Self.id2, objectId: "x", text: "b"))
         let data = try converting(json, to: format)
@@ -315,5 +317,87 @@ struct DecodedSizeTests {
         let model = try #require(context.models(of: Everything.self).first)
         #expect(model.strings.count == 500)
         #expect(model.strings.allSatisfy { $0.count == 10_000 })
+    }
+}
+
+/// Duplicate keys mean one thing wherever they are: an error in a model's header and in the
+/// envelope, the first one in properties (as Codable reads them), in every format.
+@Suite("Duplicate keys")
+struct DuplicateKeyTests {
+    init() throws {
+        try ModelRegistry.register(Note.self)
+    }
+
+    static let id1 = "00000000-0000-0000-0000-000000000001"
+    static let id2 = "00000000-0000-0000-0000-000000000002"
+
+    func envelope(_ models: String, extra: String = "") -> Data {
+        Data(#"{"format":"ModelKit","version":1,\#(extra)"models":[\#(models)]}"#.utf8)
+    }
+
+    @Test(
+        "a repeated header key is an error, in JSON and binary property lists",
+        arguments: [PersistenceFormat.json, .binaryPropertyList])
+    func repeatedHeaderKey(format: PersistenceFormat) throws {
+        // Property lists cannot repeat a key through Foundation: build the binary one by hand.
+        let data: Data
+        if format == .json {
+            data = envelope(#"{"model":"Note","modelId":"\#(Self.id1)","modelId":"\#(Self.id2)","properties":{}}"#)
+        } else {
+            var plist = PlistBuilder()
+            let name = plist.string("Note")
+            let id1 = plist.string(Self.id1)
+            let id2 = plist.string(Self.id2)
+            let empty = plist.dictionary([])
+            let keys = ["model", "modelId", "modelId", "properties"].map { plist.string($0) }
+            let model = plist.dictionary(zip(keys, [name, id1, id2, empty]).map { (key: $0, value: $1) })
+            data = plist.data(top: model)
+        }
+        let context = ModelContext()
+        let error = #expect(throws: SerializationError.self) { try context.load(data) }
+        #expect(error?.code == .malformedInput)
+        #expect(error?.path == "modelId")
+        #expect(error?.expected == #""modelId" once in a model dictionary"#)
+        #expect(context.isEmpty)
+    }
+
+    @Test("a repeated envelope key is an error, in JSON and binary property lists")
+    func repeatedEnvelopeKey() throws {
+        let note = #"{"model":"Note","modelId":"\#(Self.id1)","properties":{}}"#
+        for extra in [#""models":[],"#, #""version":1,"#, #""format":"ModelKit","#] {
+            let error = #expect(throws: SerializationError.self) { try ModelContext().load(envelope(note, extra: extra)) }
+            #expect(error?.code == .malformedInput)
+            #expect(error?.expected.hasSuffix("once in the envelope") == true)
+        }
+        var plist = PlistBuilder()
+        let models = plist.array([])
+        let format = plist.string("ModelKit")
+        let version = plist.integer(1)
+        let keys = ["format", "version", "models", "models"].map { plist.string($0) }
+        let top = plist.dictionary(zip(keys, [format, version, models, models]).map { (key: $0, value: $1) })
+        let error = #expect(throws: SerializationError.self) { try ModelContext().load(plist.data(top: top)) }
+        #expect(error?.code == .malformedInput)
+        #expect(error?.path == "models")
+    }
+
+    @Test("in properties the first of repeated keys counts, in JSON and binary property lists, in one pass or two")
+    func repeatedPropertyKey() throws {
+        let json = envelope(#"{"model":"Note","modelId":"\#(Self.id1)","properties":{"text":"first","count":1,"text":"second"}}"#)
+        var plist = PlistBuilder()
+        let name = plist.string("Note")
+        let id = plist.string(Self.id1)
+        let keys = ["text", "count", "text"].map { plist.string($0) }
+        let values = [plist.string("first"), plist.integer(1), plist.string("second")]
+        let properties = plist.dictionary(zip(keys, values).map { (key: $0, value: $1) })
+        let model = plist.dictionary(["model": name, "modelId": id, "properties": properties])
+        for data in [json, plist.data(top: model)] {
+            let empty = ModelContext()
+            try empty.load(data)
+            #expect(empty.models(of: Note.self).map(\.text) == ["first"])
+            let general = ModelContext()
+            _ = Author.instance(in: general)
+            try general.load(data)
+            #expect(general.models(of: Note.self).map(\.text) == ["first"])
+        }
     }
 }

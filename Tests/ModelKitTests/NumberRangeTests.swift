@@ -117,4 +117,41 @@ struct NumberRangeTests {
         #expect(error.code == .numberOutOfRange)
         #expect(error.path == "properties.int")
     }
+
+    @Test(
+        "NaN and infinite dates are invalid values, in properties and headers, in every reader",
+        arguments: ["nan", "inf", "-inf"])
+    func nonFiniteDates(value: String) throws {
+        let seconds = #"{"__type":"Date","referenceSeconds":{"__type":"Double","value":"\#(value)"}}"#
+        let error = try #require(try loadError(file(#""date":\#(seconds)"#)))
+        #expect(error.code == .invalidValue)
+        #expect(error.path == "properties.date")
+        #expect(error.expected == "a date (a finite number of seconds)")
+        let model = #"{"model":"Everything","modelId":"\#(Self.id)","properties":{"optionalDate":\#(seconds)}}"#
+        let treeError = #expect(throws: SerializationError.self) {
+            _ = try Everything.instance(fromJSON: Data(model.utf8), in: ModelContext())
+        }
+        #expect(treeError?.code == .invalidValue)
+        #expect(treeError?.path == "properties.optionalDate")
+
+        let number: Double = value == "nan" ? .nan : value == "inf" ? .infinity : -.infinity
+        var plist = PlistBuilder()
+        let date = plist.date(number)
+        let properties = plist.dictionary(["date": date])
+        let plistModel = plist.model("Everything", id: Self.id, properties: properties)
+        let plistError = try #require(try loadError(plist.data(top: plistModel)))
+        #expect(plistError.code == .invalidValue)
+        #expect(plistError.path == "properties.date")
+        #expect(plistError.byteOffset == 8)
+
+        var header = PlistBuilder()
+        let createdAt = header.date(number)
+        let empty = header.dictionary([])
+        let name = header.string("Everything")
+        let id = header.string(Self.id)
+        let headerModel = header.dictionary(["model": name, "modelId": id, "createdAt": createdAt, "properties": empty])
+        let headerError = try #require(try loadError(header.data(top: headerModel)))
+        #expect(headerError.code == .invalidValue)
+        #expect(headerError.path == "createdAt")
+    }
 }

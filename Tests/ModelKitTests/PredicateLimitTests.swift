@@ -53,4 +53,23 @@ struct PredicateNestingTests {
         #expect(try Note.query(in: context).filter(any).count() == 3)
         #expect(try Note.query(in: context).filter(all).count() == 5)
     }
+
+    @Test(
+        "p = p || q a hundred thousand times appends in place, and branches built from one predicate stay apart",
+        .timeLimit(.minutes(1)))
+    func chainsBuiltInALoop() throws {
+        let context = notes()
+        let never = try ModelPredicate<Note>("count == 100")
+        let one = try ModelPredicate<Note>("count == 1")
+        var any = never
+        for _ in 0..<100_000 { any = any || never }
+        let base = any
+        // Two predicates built from one: the second must not see the first's operand.
+        let withOne = base || one
+        let withoutOne = base || never
+        #expect(try Note.query(in: context).filter(withOne).count() == 1)
+        #expect(try Note.query(in: context).filter(withoutOne).count() == 0)
+        #expect(try Note.query(in: context).filter(base).count() == 0)
+        if case .or(let operands) = withOne.node { #expect(operands.count == 100_002) } else { Issue.record("not a chain") }
+    }
 }

@@ -3,7 +3,7 @@ import ModelKit
 
 // ModelKit's side of the write and load benchmarks, in one place: the whole-graph file API.
 // `ModelContext.write(to:format:)` writes every model of the context atomically (streaming, in
-// chunks); `ModelContext.load(from:)` memory-maps the file, detects the format from its bytes and
+// chunks); `ModelContext.load(from:)` reads the file into memory, detects the format from its bytes and
 // loads all or nothing.
 
 /// Writes every model of `context` to the file at `url` (replacing it atomically).

@@ -13,8 +13,10 @@ struct BinaryPlistDocument: TreeDocument {
     let objectCount: Int
     let topObject: Int
     let tableOffset: Int
-    /// Counts what decoding makes (see ``DecodedSizeLimit``); one per thread.
-    private(set) var meter: DecodedSizeMeter
+    /// Counts what decoding makes (see ``DecodedSizeLimit``); one per thread, owned by the
+    /// source the document belongs to. Unretained: the document is copied into every decoder,
+    /// and with a strong reference each copy would retain and release it.
+    private(set) var meter: Unmanaged<DecodedSizeMeter>
 
     static func isBinaryPlist(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Version 00 only: `bplist01` and later are other formats, whose objects this reader
@@ -22,10 +24,11 @@ struct BinaryPlistDocument: TreeDocument {
         bytes.count >= 8 && memcmp(bytes.baseAddress!, "bplist00", 8) == 0
     }
 
-    init(bytes: UnsafeBufferPointer<UInt8>) throws {
+    /// Reads the trailer and checks the offset table; `meter` must outlive the document.
+    init(bytes: UnsafeBufferPointer<UInt8>, meter: DecodedSizeMeter) throws {
         self.bytes = bytes
         let count = bytes.count
-        meter = DecodedSizeMeter(limit: DecodedSizeLimit(inputSize: count))
+        self.meter = Unmanaged.passUnretained(meter)
         guard count >= 40, Self.isBinaryPlist(bytes) else {
             throw SerializationError(
                 .malformedInput, byteOffset: 0, expected: "a binary property list with a trailer",
@@ -60,15 +63,23 @@ struct BinaryPlistDocument: TreeDocument {
         }
     }
 
-    /// The document for another thread: the same bytes, its own meter on the same limit.
-    func forAnotherThread() -> BinaryPlistDocument {
+    /// The document for another thread: the same bytes, with `meter` (which must outlive it).
+    func forAnotherThread(meter: DecodedSizeMeter) -> BinaryPlistDocument {
         var copy = self
-        copy.meter = DecodedSizeMeter(limit: meter.limit)
+        copy.meter = Unmanaged.passUnretained(meter)
         return copy
     }
 
     func charge(elements count: Int, of node: Int) throws {
-        try meter.charge(count &* DecodedSizeLimit.elementSize, at: offset(of: node))
+        try charge(count &* DecodedSizeLimit.elementSize, at: offset(of: node))
+    }
+
+    @inline(__always) private func charge(_ amount: Int, at byteOffset: Int) throws {
+        try meter._withUnsafeGuaranteedRef { try $0.charge(amount, at: byteOffset) }
+    }
+
+    @inline(__always) private func charge(storage count: Int, at byteOffset: Int) throws {
+        try meter._withUnsafeGuaranteedRef { try $0.charge(storage: count, at: byteOffset) }
     }
 
     @inline(__always) private func readInt(at offset: Int, size: Int) -> Int {
@@ -145,7 +156,8 @@ struct BinaryPlistDocument: TreeDocument {
         let (length, overflow) = count.multipliedReportingOverflow(by: width)
         guard !overflow, start <= tableOffset, length <= tableOffset - start else {
             throw malformed(
-                start, "\(count) elements of \(width) bytes inside the object area (\(tableOffset - min(start, tableOffset)) bytes left)",
+                start,
+                "\(count) elements of \(width) bytes inside the object area (\(tableOffset - min(start, tableOffset)) bytes left)",
                 "the end of the object area")
         }
         return (count, start)
@@ -272,9 +284,9 @@ struct BinaryPlistDocument: TreeDocument {
         // A long string is decoded once and shared by every use (a String is a reference to
         // its storage): a file that uses one many times costs its bytes once.
         guard count >= DecodedSizeMeter.sharedSize else { return try decodeString(node) }
-        if let shared = meter.strings[node] { return shared }
+        if let shared = meter._withUnsafeGuaranteedRef({ $0.strings[node] }) { return shared }
         let text = try decodeString(node)
-        meter.strings[node] = text
+        meter._withUnsafeGuaranteedRef { $0.strings[node] = text }
         return text
     }
 
@@ -288,13 +300,13 @@ struct BinaryPlistDocument: TreeDocument {
             if let bad = raw.firstIndex(where: { $0 >= 0x80 }) {
                 throw malformed(start + bad, "ASCII text in an ASCII string", "byte 0x\(String(raw[bad], radix: 16))")
             }
-            try meter.charge(storage: count, at: offset)
+            try charge(storage: count, at: offset)
             return String(decoding: raw, as: UTF8.self)
         }
         // Never `describeNode` here: describing a string reads it, which would fail again.
         guard marker >> 4 == 0x6 else { throw malformed(offset, "a string", "marker 0x\(String(marker, radix: 16))") }
         // Up to three bytes of UTF-8 per UTF-16 unit.
-        try meter.charge(storage: count &* 3, at: offset)
+        try charge(storage: count &* 3, at: offset)
         let units = (0..<count).lazy.map { UInt16(self.bytes[start + 2 * $0]) << 8 | UInt16(self.bytes[start + 2 * $0 + 1]) }
         guard let text = String(validating: units, as: UTF16.self) else {
             throw malformed(start, "valid UTF-16 text", "an unpaired surrogate")
@@ -331,17 +343,23 @@ struct BinaryPlistDocument: TreeDocument {
         let offset = offset(of: node)
         guard bytes[offset] == 0x33 else { throw malformed(offset, "a date", describeNode(node)) }
         try check(offset + 1, 8)
-        return Double(bitPattern: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8))))
+        let seconds = Double(bitPattern: UInt64(bitPattern: Int64(readInt(at: offset + 1, size: 8))))
+        guard seconds.isFinite else { throw NumberRange.notADate(seconds, byteOffset: offset) }
+        return seconds
     }
 
     func data(_ node: Int) throws -> Data {
         let (count, start) = try extent(node)
         try check(start, count)
         // Shared like long strings (see `string`).
-        if count >= DecodedSizeMeter.sharedSize, let shared = meter.data[node] { return shared }
-        try meter.charge(storage: count, at: offset(of: node))
+        guard count >= DecodedSizeMeter.sharedSize else {
+            try charge(storage: count, at: offset(of: node))
+            return Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+        }
+        if let shared = meter._withUnsafeGuaranteedRef({ $0.data[node] }) { return shared }
+        try charge(storage: count, at: offset(of: node))
         let data = Data(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
-        if count >= DecodedSizeMeter.sharedSize { meter.data[node] = data }
+        meter._withUnsafeGuaranteedRef { $0.data[node] = data }
         return data
     }
 

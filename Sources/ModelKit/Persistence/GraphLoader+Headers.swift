@@ -26,6 +26,7 @@ extension GraphLoader {
         var createdNode: Int?
         var updatedNode: Int?
         var propertiesNode: Int?
+        var seen = 0
         try document.forEach(in: node) { key, value in
             // Property-list writers share the key strings: a key node seen before is known.
             var which = D.nodesAreShared ? headerKeys.firstIndex(of: key) ?? -1 : -1
@@ -36,6 +37,17 @@ extension GraphLoader {
                     if D.nodesAreShared { headerKeys[position] = key }
                     break
                 }
+            }
+            if which >= 0 {
+                // A repeated header key is an error: which one counts would be a guess (the
+                // envelope's keys are checked the same way; in properties the first one counts).
+                guard seen & (1 << which) == 0 else {
+                    throw SerializationError(
+                        .malformedInput, modelIndex: index, path: Self.headerKeyNames[which],
+                        byteOffset: document.byteOffset(of: key),
+                        expected: "\"\(Self.headerKeyNames[which])\" once in a model dictionary", found: "it again")
+                }
+                seen |= 1 << which
             }
             switch which {
             case 0: propertiesNode = value

@@ -59,6 +59,14 @@ final class JSONSource: ModelSource {
         var version: NodeNumber?
         var versionText = "no \"version\" key"
         var versionOffset = start
+        var seen: Set<String> = []
+        func once(_ key: String, at offset: Int) throws {
+            guard seen.insert(key).inserted else {
+                throw SerializationError(
+                    .malformedInput, path: key, byteOffset: offset, expected: "\"\(key)\" once in the envelope",
+                    found: "it again")
+            }
+        }
         if !scanner.take(UInt8(ascii: "}")) {
             repeat {
                 scanner.skipWhitespace()
@@ -66,22 +74,26 @@ final class JSONSource: ModelSource {
                     throw scanner.error(expected: "a key string")
                 }
                 // The key goes on the tape alone, to be read like any string.
+                let keyOffset = scanner.position
                 tape.entries.removeAll(keepingCapacity: true)
                 tape.entries.append(try scanner.string())
                 let document = JSONDocument(tape: tape)
                 try scanner.expect(UInt8(ascii: ":"), "':' after the key")
                 scanner.skipWhitespace()
                 if try document.stringEquals(0, "models") {
+                    try once("models", at: keyOffset)
                     guard scanner.position < bytes.count, bytes[scanner.position] == UInt8(ascii: "[") else {
                         throw scanner.error(expected: "an array of models")
                     }
                     sawModels = true
                     try models(&scanner, loader)
                 } else if try document.stringEquals(0, "format") {
+                    try once("format", at: keyOffset)
                     formatOffset = scanner.position
                     scanner.position = try tape.parse(at: scanner.position)
                     format = tape.entries[0].kind == .string ? try document.string(0) : nil
                 } else if try document.stringEquals(0, "version") {
+                    try once("version", at: keyOffset)
                     versionOffset = scanner.position
                     scanner.position = try tape.parse(at: scanner.position)
                     versionText = document.describeNode(0)
@@ -247,17 +259,21 @@ final class JSONSource: ModelSource {
 /// Models from a binary property list, read in place.
 final class BinaryPlistSource: ModelSource {
     let document: BinaryPlistDocument
+    /// What this source's thread decoded, against the limit all threads share.
+    private let meter: DecodedSizeMeter
     @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
 
     init(bytes: UnsafeBufferPointer<UInt8>) throws {
-        document = try BinaryPlistDocument(bytes: bytes)
+        meter = DecodedSizeMeter(limit: DecodedSizeLimit(inputSize: bytes.count))
+        document = try BinaryPlistDocument(bytes: bytes, meter: meter)
     }
 
-    private init(document: BinaryPlistDocument) {
-        self.document = document
+    private init(forAnotherThreadOf source: BinaryPlistSource) {
+        meter = DecodedSizeMeter(limit: source.meter.limit)
+        document = source.document.forAnotherThread(meter: meter)
     }
 
-    func copyForWorker() -> any ModelSource { BinaryPlistSource(document: document.forAnotherThread()) }
+    func copyForWorker() -> any ModelSource { BinaryPlistSource(forAnotherThreadOf: self) }
 
     func readHeaders(into loader: GraphLoader) throws {
         let top = document.topObject
@@ -269,6 +285,18 @@ final class BinaryPlistSource: ModelSource {
             guard let array = try document.member(of: top, named: "models") else {
                 // A single bare model dictionary.
                 return try add(top, to: loader)
+            }
+            // Each envelope key once, as in JSON.
+            var seen: Set<String> = []
+            try document.forEach(in: top) { key, _ in
+                for name in ["models", "format", "version"] where try document.stringEquals(key, name) {
+                    guard seen.insert(name).inserted else {
+                        throw SerializationError(
+                            .malformedInput, path: name, byteOffset: document.byteOffset(of: key),
+                            expected: "\"\(name)\" once in the envelope", found: "it again")
+                    }
+                }
+                return true
             }
             try GraphLoader.checkEnvelope(
                 in: document, format: try document.member(of: top, named: "format"),

@@ -15,7 +15,7 @@
 /// do {
 ///     try context.write(to: url)
 /// } catch let error as PersistenceError where error.code == .outOfSpace {
-///     showDiskFullAlert()                        // the previous file at `url` is intact
+///     print(error.errorNumber ?? 0)              // 28 (ENOSPC); the previous file at `url` is intact
 /// } catch PersistenceError.Code.permissionDenied {
 ///     // `~=` matches an error against a code
 /// }
@@ -48,30 +48,16 @@ public struct PersistenceError: Error, CustomStringConvertible, Sendable {
 
     /// The error of a failed system call, from its `errno`.
     init(errorNumber: Int32, operation: String, path: String) {
-        let message = String(cString: strerror(errorNumber))
-        let found = "errno \(errorNumber), \(message)"
-        switch errorNumber {
-        case ENOSPC, EDQUOT:
-            self.init(
-                .outOfSpace, path: path, operation: operation, errorNumber: errorNumber,
-                expected: "room on the file system", found: "none (\(found))")
-        case EACCES, EPERM:
-            self.init(
-                .permissionDenied, path: path, operation: operation, errorNumber: errorNumber,
-                expected: "permission", found: "none (\(found))")
-        case EROFS:
-            self.init(
-                .readOnlyFileSystem, path: path, operation: operation, errorNumber: errorNumber,
-                expected: "a writable file system", found: "a read-only one (\(found))")
-        case ENOENT, ENOTDIR:
-            self.init(
-                .fileNotFound, path: path, operation: operation, errorNumber: errorNumber,
-                expected: "an existing file or directory", found: "nothing (\(found))")
-        default:
-            self.init(
-                .systemFailure, path: path, operation: operation, errorNumber: errorNumber, expected: "success",
-                found: found)
-        }
+        let reported = "errno \(errorNumber), \(String(cString: strerror(errorNumber)))"
+        let (code, expected, found): (Code, String, String) =
+            switch errorNumber {
+            case ENOSPC, EDQUOT: (.outOfSpace, "room on the file system", "none (\(reported))")
+            case EACCES, EPERM: (.permissionDenied, "permission", "none (\(reported))")
+            case EROFS: (.readOnlyFileSystem, "a writable file system", "a read-only one (\(reported))")
+            case ENOENT, ENOTDIR: (.fileNotFound, "an existing file or directory", "nothing (\(reported))")
+            default: (.systemFailure, "success", reported)
+            }
+        self.init(code, path: path, operation: operation, errorNumber: errorNumber, expected: expected, found: found)
     }
 
     /// The error with `path` filled in, for errors from calls that know only a descriptor.

@@ -177,7 +177,12 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
 
     func date(_ node: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Date {
         switch document.kind(of: node) {
-        case .date: return Date(timeIntervalSinceReferenceDate: try document.date(node))
+        case .date:
+            do {
+                return Date(timeIntervalSinceReferenceDate: try document.date(node))
+            } catch let error as SerializationError {
+                throw error.at(path: describe(path()))
+            }
         case .string:
             guard let date = try document.isoDate(node) else {
                 throw SerializationError(
@@ -189,7 +194,11 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
             guard let tag = try document.typeTag(of: node), try document.stringEquals(tag, "Date") else { break }
             if let iso = try document.member(of: node, named: "iso") { return try date(iso, path()) }
             if let seconds = try document.member(of: node, named: "referenceSeconds") {
-                return Date(timeIntervalSinceReferenceDate: try double(seconds, path()))
+                let value = try double(seconds, path())
+                guard let date = NumberRange.date(referenceSeconds: value) else {
+                    throw NumberRange.notADate(value, path: describe(path()), byteOffset: document.byteOffset(of: seconds))
+                }
+                return date
             }
             throw SerializationError(
                 .valueNotFound, path: describe(path()), byteOffset: document.byteOffset(of: node),

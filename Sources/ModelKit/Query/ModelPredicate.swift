@@ -34,24 +34,104 @@ public struct ModelPredicate<M: Model> {
         case tooDeep
     }
 
-    @usableFromInline let node: Node
+    /// The operands of a chain of `&&` or of `||` built one operand at a time (`p = p || q` in a
+    /// loop). The predicates of such a chain share one array, each seeing a prefix of it, so that
+    /// adding an operand to the longest appends in place: copying the operands for each one made
+    /// building a chain of n quadratic (100,000 operands took minutes).
+    final class Chain {
+        let isAnd: Bool
+        var nodes: [Node]
+
+        init(isAnd: Bool, nodes: [Node]) {
+            self.isAnd = isAnd
+            self.nodes = nodes
+        }
+    }
+
+    /// The predicate, unless it is a chain.
+    private let single: Node
+    /// The chain and how many of its operands this predicate has, for chains.
+    private let chain: (operands: Chain, count: Int)?
     /// The nesting of `node`: 0 for ``all``, 1 for a condition, one more per `&&`, `||` or `!`
     /// around it (a chain of `&&` or of `||` is one level).
     let depth: Int
 
+    /// The predicate as a tree.
+    ///
+    /// - Complexity: O(n) in the operands of a chain.
+    @usableFromInline var node: Node {
+        guard let (operands, count) = chain else { return single }
+        let nodes = Array(operands.nodes[..<count])
+        return operands.isAnd ? .and(nodes) : .or(nodes)
+    }
+
     @usableFromInline init(_ node: Node) {
-        self.node = node
+        single = node
+        chain = nil
         depth = node.depth
     }
 
     private init(_ node: Node, depth: Int) {
+        chain = nil
         if depth > Self.maximumNesting {
-            self.node = .tooDeep
+            single = .tooDeep
             self.depth = Self.maximumNesting + 1
         } else {
-            self.node = node
+            single = node
             self.depth = depth
         }
+    }
+
+    private init(chain: Chain, count: Int, depth: Int) {
+        if depth > Self.maximumNesting {
+            single = .tooDeep
+            self.chain = nil
+            self.depth = Self.maximumNesting + 1
+        } else {
+            single = .always
+            self.chain = (chain, count)
+            self.depth = depth
+        }
+    }
+
+    private var isAll: Bool {
+        guard chain == nil, case .always = single else { return false }
+        return true
+    }
+
+    /// The operands this predicate adds to a chain of `&&` (`isAnd`) or of `||`: its own, if
+    /// it is such a chain, else itself.
+    private func operands(isAnd: Bool) -> [Node] {
+        if let (operands, count) = chain, operands.isAnd == isAnd { return Array(operands.nodes[..<count]) }
+        if isAnd, case .and(let nodes) = single { return nodes }
+        if !isAnd, case .or(let nodes) = single { return nodes }
+        return [node]
+    }
+
+    private func isChain(isAnd: Bool) -> Bool {
+        if let (operands, _) = chain { return operands.isAnd == isAnd }
+        switch single {
+        case .and: return isAnd
+        case .or: return !isAnd
+        default: return false
+        }
+    }
+
+    /// `lhs && rhs` or `lhs || rhs`, one level deep however long the chain.
+    ///
+    /// - Complexity: O(1) amortized when `lhs` is the longest predicate of its chain (the usual
+    ///   `p = p && q`), else O(n) in the operands.
+    private static func chained(_ lhs: Self, _ rhs: Self, isAnd: Bool) -> Self {
+        let left = lhs.isChain(isAnd: isAnd) ? lhs.depth : lhs.depth + 1
+        let right = rhs.isChain(isAnd: isAnd) ? rhs.depth : rhs.depth + 1
+        let depth = max(left, right, 1)
+        let added = rhs.operands(isAnd: isAnd)
+        if let (operands, count) = lhs.chain, operands.isAnd == isAnd, count == operands.nodes.count {
+            operands.nodes.append(contentsOf: added)
+            return Self(chain: operands, count: operands.nodes.count, depth: depth)
+        }
+        let chain = Chain(isAnd: isAnd, nodes: lhs.operands(isAnd: isAnd) + added)
+        return Self(chain: chain, count: chain.nodes.count, depth: depth)
     }
 
     /// Every model matches.
@@ -172,34 +252,26 @@ public struct ModelPredicate<M: Model> {
     }
 
     /// Both predicates hold.
+    ///
+    /// - Complexity: O(1) amortized for `p = p && q`.
     public static func && (lhs: Self, rhs: Self) -> Self {
-        let (l, r) = (lhs.depth, rhs.depth)
-        switch (lhs.node, rhs.node) {
-        case (.always, _): return rhs
-        case (_, .always): return lhs
-        case (.and(let a), .and(let b)): return Self(.and(a + b), depth: max(l, r))
-        case (.and(let a), _): return Self(.and(a + [rhs.node]), depth: max(l, r + 1))
-        case (_, .and(let b)): return Self(.and([lhs.node] + b), depth: max(l + 1, r))
-        default: return Self(.and([lhs.node, rhs.node]), depth: max(l, r) + 1)
-        }
+        if lhs.isAll { return rhs }
+        if rhs.isAll { return lhs }
+        return chained(lhs, rhs, isAnd: true)
     }
 
     /// Either predicate holds.
+    ///
+    /// - Complexity: O(1) amortized for `p = p || q`.
     public static func || (lhs: Self, rhs: Self) -> Self {
-        let (l, r) = (lhs.depth, rhs.depth)
-        switch (lhs.node, rhs.node) {
-        case (.always, _), (_, .always): return .all
-        case (.or(let a), .or(let b)): return Self(.or(a + b), depth: max(l, r))
-        case (.or(let a), _): return Self(.or(a + [rhs.node]), depth: max(l, r + 1))
-        case (_, .or(let b)): return Self(.or([lhs.node] + b), depth: max(l + 1, r))
-        default: return Self(.or([lhs.node, rhs.node]), depth: max(l, r) + 1)
-        }
+        if lhs.isAll || rhs.isAll { return .all }
+        return chained(lhs, rhs, isAnd: false)
     }
 
     /// The predicate doesn't hold.
     public static prefix func ! (predicate: Self) -> Self {
         // `!!p` is `p`: a chain of negations built in code stays one level deep.
-        if case .not(let node) = predicate.node { return Self(node, depth: predicate.depth - 1) }
+        if predicate.chain == nil, case .not(let node) = predicate.single { return Self(node, depth: predicate.depth - 1) }
         return Self(.not(predicate.node), depth: predicate.depth + 1)
     }
 

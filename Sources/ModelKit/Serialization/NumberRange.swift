@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one rule every reader applies to numbers that may not fit, so that out of range means the
 /// same in JSON text, in property lists and in the tree decoders.
 enum NumberRange {
@@ -19,6 +21,19 @@ enum NumberRange {
     static func describe(_ number: Double) -> String {
         guard number.magnitude >= exactIntegerLimit else { return "\(number)" }
         return "\(number) (in floating-point form, exact as an integer only below 2^53)"
+    }
+
+    /// The date `seconds` after 2001, or `nil` for a NaN or infinite count, which is no date
+    /// (and compares unequal to itself, or sorts past every date).
+    static func date(referenceSeconds seconds: Double) -> Date? {
+        seconds.isFinite ? Date(timeIntervalSinceReferenceDate: seconds) : nil
+    }
+
+    /// The error for a date whose seconds are not finite.
+    static func notADate(_ seconds: Double, path: String = "", byteOffset: Int? = nil) -> SerializationError {
+        SerializationError(
+            .invalidValue, path: path, byteOffset: byteOffset, expected: "a date (a finite number of seconds)",
+            found: "\(seconds) seconds")
     }
 
     /// The error for number text whose value is beyond `Double`'s range (`1e400`), which

@@ -135,7 +135,11 @@ final class PropertyDecoder: Decoder {
 
     static func date(_ value: ModelValue, at path: @autoclosure () -> [any CodingKey]) throws -> Date {
         switch value {
-        case .date(let date): return date
+        case .date(let date):
+            guard date.timeIntervalSinceReferenceDate.isFinite else {
+                throw NumberRange.notADate(date.timeIntervalSinceReferenceDate, path: describe(path()))
+            }
+            return date
         case .string(let text):
             guard let date = ISODate.date(from: text) else {
                 throw SerializationError(
@@ -145,7 +149,11 @@ final class PropertyDecoder: Decoder {
         case .object(let object) where object["__type"] == "Date":
             if let iso = object["iso"] { return try Self.date(iso, at: path()) }
             if let seconds = object["referenceSeconds"] {
-                return Date(timeIntervalSinceReferenceDate: try Self.double(seconds, at: path()))
+                let value = try Self.double(seconds, at: path())
+                guard let date = NumberRange.date(referenceSeconds: value) else {
+                    throw NumberRange.notADate(value, path: describe(path()))
+                }
+                return date
             }
             throw SerializationError(
                 .valueNotFound, path: describe(path()), expected: "\"iso\" in a Date object", found: "no \"iso\" key")
