@@ -177,7 +177,9 @@ final class DirectPlan: @unchecked Sendable {
         defer { memory.deallocate() }
         memory.initializeMemory(as: UInt8.self, repeating: 0, count: max(size, 1))
         let typed = memory.bindMemory(to: M.Properties.self, capacity: 1)
-        withUnsafePointer(to: probed) { typed.initialize(from: $0, count: 1) }
+        // A copy of the value, not of `stride` bytes from its address: a stack temporary is
+        // only `size` bytes long (AddressSanitizer caught the over-read).
+        typed.initialize(to: probed)
         defer { typed.deinitialize(count: 1) }
         let bytes = Array(UnsafeRawBufferPointer(start: memory, count: size))
         withExtendedLifetime(recorder) {}
