@@ -147,6 +147,8 @@ actor BlogEditor: ModelActor {
             #expect(author.posts.count == 1)
             #expect(author.posts.first?.author === author)
         }
-        #expect(try Author.query(in: context).where(\.age, .between(100, 199)).count() == 100 + local.filter { (100...199).contains($0.age) }.count)
+        #expect(
+            try Author.query(in: context).where(\.age, .between(100, 199)).count() == 100
+                + local.filter { (100...199).contains($0.age) }.count)
     }
 }

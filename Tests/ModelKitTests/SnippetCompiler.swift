@@ -25,13 +25,15 @@ struct SnippetCompiler {
     let threadSanitized: Bool
 
     init(filePath: String = #filePath) throws {
-        let binary = URL(fileURLWithPath: try String(contentsOfFile: "/proc/self/cmdline", encoding: .utf8)
-            .split(separator: "\0").first.map(String.init) ?? CommandLine.arguments[0])
+        let binary = URL(
+            fileURLWithPath: try String(contentsOfFile: "/proc/self/cmdline", encoding: .utf8)
+                .split(separator: "\0").first.map(String.init) ?? CommandLine.arguments[0])
         buildFolder = binary.deletingLastPathComponent()
         packageRoot = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let candidates = path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("swiftc") }
+        let candidates =
+            path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("swiftc") }
             + [URL(fileURLWithPath: "/opt/swift/usr/bin/swiftc")]
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
             throw SnippetError(message: "swiftc not found on PATH")

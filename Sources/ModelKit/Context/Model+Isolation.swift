@@ -11,7 +11,7 @@ extension Model {
     @inlinable @inline(__always)
     func _checkIsolation() {
         #if DEBUG
-        Self._checkIsolation(of: self)
+            Self._checkIsolation(of: self)
         #endif
     }
 
