@@ -254,34 +254,41 @@ public final class ModelContext {
     @discardableResult
     func adopt<M: Model>(_ model: M) -> Bool {
         if model.storage.context === self { return true }
-        guard model.storage.metadata.membership == .unmanaged, !(model is any ContextFreeModel) else { return false }
+        guard Self.isAdoptable(model) else { return false }
         return insert(model) === model
     }
 
     /// Adopts the models `owner` held while it was in no context, and those they held, without
     /// recursion (a long chain built outside a context must not overflow the stack).
     private func adoptHeld<M: Model>(by owner: M) {
-        var pending = owner.storage.box.held
-        // Models in other contexts (or context-free) stay held: only they keep them reachable.
-        owner.storage.box.held = pending.filter { ($0 as? any Model).map { !willAdopt($0) } ?? true }
+        var pending = takeHeld(from: owner)
         while let object = pending.popLast() {
             guard let model = object as? any Model else { continue }
             pending += adoptOne(model)
         }
     }
 
-    private func willAdopt<N: Model>(_ model: N) -> Bool {
-        model.storage.context === self || (model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel))
+    /// Registers `model` if it has never been in a context; returns what it held.
+    private func adoptOne<N: Model>(_ model: N) -> [AnyObject] {
+        guard Self.isAdoptable(model), register(model) === model else { return [] }
+        return takeHeld(from: model)
     }
 
-    /// Registers `model` if it has never been in a context; returns what it held and may now be
-    /// adopted, keeping what it must go on holding.
-    private func adoptOne<N: Model>(_ model: N) -> [AnyObject] {
-        guard model.storage.metadata.membership == .unmanaged, !(model is any ContextFreeModel) else { return [] }
-        guard register(model) === model else { return [] }
-        let held = model.storage.box.held
-        model.storage.box.held = held.filter { ($0 as? any Model).map { !willAdopt($0) } ?? true }
+    /// What `owner` holds, leaving it holding only what this context will not adopt (models of
+    /// other contexts, context-free ones): only the owner keeps those reachable.
+    private func takeHeld<N: Model>(from owner: N) -> [AnyObject] {
+        let held = owner.storage.box.held
+        owner.storage.box.held = held.filter { object in
+            guard let model = object as? any Model else { return true }
+            return !(model.modelContext === self || Self.isAdoptable(model))
+        }
         return held
+    }
+
+    /// Whether a context may take `model` in without asking: it has never been in one, and its
+    /// type is not context-free.
+    private static func isAdoptable<N: Model>(_ model: N) -> Bool {
+        model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel)
     }
 
     /// Registers `model`: ``insert(_:)`` without adopting what it holds.
