@@ -71,6 +71,8 @@ import Synchronization
     /// The registrars, key paths and subject, made once and never freed. The registrars live in
     /// raw memory: `ObservationRegistrar` is a resilient type, and reading one out of an array
     /// would copy it through its value witnesses on every read of every model.
+    // Unchecked: the pointers are filled once in `init` and never written again; what they point
+    // to (registrars, key paths) is itself `Sendable`.
     final class Table: @unchecked Sendable {
         let registrars: UnsafeMutablePointer<Unmanaged<Registrar>>
         let keyPaths: UnsafeMutablePointer<Unmanaged<KeyPath<Subject, Int>>>
@@ -139,6 +141,9 @@ import Synchronization
 
 /// Observers of one model or one context. Adding, removing and listing are thread-safe; the
 /// callbacks are called by whoever reports a change, without any lock held.
+// Unchecked: the callbacks are not `Sendable`, but they are only stored and copied out under
+// `state`'s lock, and called by the code that reports a change, in the observed context's domain;
+// only adding and removing (a token's cancel) may come from elsewhere.
 final class ObserverList: @unchecked Sendable {
     typealias Callback = (ModelChangeEvent, AnyObject?) -> Void
 

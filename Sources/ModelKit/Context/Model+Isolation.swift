@@ -21,6 +21,8 @@ extension Model {
         if owner === MainActor.shared {
             // The main actor's own `preconditionIsolated` stops the process on Linux without
             // printing the message, which is the point of this check; so ask the main queue.
+            // A trap, not a typed error: reaching this is a data race in the caller's code, which
+            // no throwing accessor could report, and only debug builds check it.
             if !MainQueue.isCurrent { preconditionFailure(violation(of: model, owner: owner)) }
         } else {
             owner.preconditionIsolated(violation(of: model, owner: owner))

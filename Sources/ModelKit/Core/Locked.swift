@@ -7,6 +7,7 @@ import Foundation
 /// context. It is also invisible to ThreadSanitizer on Linux (a futex it does not model), which
 /// then reports every guarded access as a race. `NSLock` is a pthread mutex there, so the
 /// sanitizer can check the locking of contexts and the registry.
+// Unchecked: `state` is read and written only inside `withLock`, under `lock`.
 final class Locked<State>: @unchecked Sendable {
     private let lock = NSLock()
     private var state: State

@@ -14,7 +14,7 @@ import Foundation
 /// where the plan would put it, so that an initializer that validates, clamps or normalizes the
 /// common edge cases is seen to do so. Anything else (optionals, nested values, custom decoding
 /// that changes values) keeps the `Codable` path.
-final class DirectPlan: @unchecked Sendable {
+final class DirectPlan: Sendable {
     enum Kind {
         case string, int, double, date, strings
         case reference(any DirectReference)
@@ -73,7 +73,7 @@ final class DirectPlan: @unchecked Sendable {
         self.references = references
     }
 
-    private struct Entry: @unchecked Sendable {
+    private struct Entry: Sendable {
         let plan: DirectPlan?
     }
 

@@ -13,6 +13,9 @@ import Foundation
 /// changes. The result is checked by encoding it: every located key must encode to its unique
 /// value (a reference, which encodes only inside a context, is checked by reading it back). Keys
 /// that don't pass (custom coding, enums, classes, anything else) are simply read by encoding.
+// Unchecked only for `Reference.type`, a metatype: every stored property is a `let` set once
+// when the layout is built, and a metatype is immutable, but before `SendableMetatype` (Swift
+// 6.2, newer than the package's minimum toolchain) the compiler cannot see that.
 struct PropertyLayout: @unchecked Sendable {
     enum Kind {
         case int, uint, double, string, date, bool, geoPoint
