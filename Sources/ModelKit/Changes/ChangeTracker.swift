@@ -26,28 +26,90 @@ import Synchronization
     }
 }
 
-/// Change-tracking state of one model that changed or is observed.
+/// The state of one model that changed, is observed or holds models: the values at the last
+/// reset, the models it holds, and (in a second object, rarer still) batches and listeners.
+///
+/// Split in two so that the common case, a model written once since its reset, costs one small
+/// object: the values at the reset and a pointer.
 @usableFromInline final class ChangeTracker<Properties: Codable> {
     /// The values at the last reset, saved on the first change after it. `nil`: unchanged.
     @usableFromInline var original: Properties?
-    /// `beginChanges()` nesting.
-    @usableFromInline var batchDepth = 0
-    /// The values at the outermost `beginChanges()`, for the coalesced report at the end.
-    var batchStart: Properties?
-    /// Whether a property was read under observation and written inside the open batch: the
-    /// Observation framework is told once, at the end.
-    @usableFromInline var batchTouchedObservation = false
-    /// Posts NotificationCenter notifications for this model even when they are off globally.
-    var postsNotifications = false
-    /// Closure observers and streams of this model; created for the first one.
-    var observers: ObserverList?
+    /// See ``ModelBox/held``.
+    var held: [AnyObject] = []
+    /// Batches, notifications and observers; made for the first of them.
+    @usableFromInline var listening: ChangeListening<Properties>?
 
     @usableFromInline init() {}
 
+    /// Whether the tracker holds nothing, so that the box can drop it.
+    var isEmpty: Bool {
+        original == nil && held.isEmpty && (listening?.isIdle ?? true)
+    }
+
+    /// ``listening``, made if needed.
+    var listeningState: ChangeListening<Properties> {
+        if let listening { return listening }
+        let made = ChangeListening<Properties>()
+        listening = made
+        return made
+    }
+
+    /// `beginChanges()` nesting.
+    @usableFromInline var batchDepth: Int {
+        get { listening?.batchDepth ?? 0 }
+        set { listeningState.batchDepth = newValue }
+    }
+
+    /// The values at the outermost `beginChanges()`, for the coalesced report at the end.
+    var batchStart: Properties? {
+        get { listening?.batchStart }
+        set { listeningState.batchStart = newValue }
+    }
+
+    /// Whether a property was read under observation and written inside the open batch: the
+    /// Observation framework is told once, at the end.
+    @usableFromInline var batchTouchedObservation: Bool {
+        get { listening?.batchTouchedObservation ?? false }
+        set { listeningState.batchTouchedObservation = newValue }
+    }
+
+    /// Posts NotificationCenter notifications for this model even when they are off globally.
+    var postsNotifications: Bool {
+        get { listening?.postsNotifications ?? false }
+        set { listeningState.postsNotifications = newValue }
+    }
+
+    /// Closure observers and streams of this model; created for the first one.
+    var observers: ObserverList? {
+        get { listening?.observers }
+        set { listeningState.observers = newValue }
+    }
+
     /// Whether anybody wants to hear about this model's changes, apart from Observation.
     @usableFromInline func hasListeners(context: ModelContext?) -> Bool {
-        postsNotifications || ModelNotifications.isEnabled || !(observers?.isEmpty ?? true)
+        ModelNotifications.isEnabled || (listening?.hasListeners ?? false)
             || (context?.changeObservers.isEmpty == false)
+    }
+}
+
+/// The rarely used part of a model's ``ChangeTracker``.
+@usableFromInline final class ChangeListening<Properties: Codable> {
+    var batchDepth = 0
+    var batchStart: Properties?
+    var batchTouchedObservation = false
+    var postsNotifications = false
+    var observers: ObserverList?
+
+    init() {}
+
+    /// Whether this model itself has listeners.
+    @usableFromInline var hasListeners: Bool {
+        postsNotifications || !(observers?.isEmpty ?? true)
+    }
+
+    /// Whether nothing here is in use: no batch, no notifications, no observer.
+    var isIdle: Bool {
+        batchDepth == 0 && !postsNotifications && (observers?.isEmpty ?? true)
     }
 }
 

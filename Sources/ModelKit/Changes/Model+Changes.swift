@@ -66,6 +66,7 @@ extension Model {
     /// - Complexity: O(1).
     public func resetChanges() {
         storage.tracker?.original = nil
+        storage.box.dropTrackerIfEmpty()
         storage.quietEpoch = 0
     }
 
@@ -79,6 +80,7 @@ extension Model {
         storage.values = original
         _didChange(pending)
         tracker.original = nil
+        storage.box.dropTrackerIfEmpty()
         storage.quietEpoch = 0
     }
 
@@ -163,6 +165,7 @@ extension Model {
         storage.values = values
         if toldRegistrar { ObservationSlots.didSet(storage.box) }
         tracker?.original = nil
+        storage.box.dropTrackerIfEmpty()
         storage.stampPending = false
         storage.quietEpoch = 0
         storage.context?.noteIndexedWrite(self)

@@ -172,12 +172,15 @@ public final class ModelContext {
     }
 
     private static func estimatedSize<M: Model>(of model: M) -> Int {
-        // The instance (object header, the storage handle), its box (object header, properties,
-        // metadata, five references and counters) and two dictionary entries.
+        // The instance (object header, the storage handle); its box (object header, properties,
+        // metadata, packed counters and flags, two pointers); its change tracker when it has one
+        // (object header, the values at the reset, two pointers); its identity-map slot and
+        // type-list entry.
         let instance = 16 + MemoryLayout.size(ofValue: model.storage)
-        let box = 16 + MemoryLayout<M.Properties>.stride + MemoryLayout<ModelMetadata>.stride + 5 * 8 + 12
-        let entry = MemoryLayout<ModelID>.stride + MemoryLayout<any Model>.stride
-        return instance + box + entry + (model.objectId?.utf8.count ?? 0)
+        let box = 16 + MemoryLayout<M.Properties>.stride + MemoryLayout<ModelMetadata>.size + 14 + 2 * 8
+        let tracker = model.storage.tracker == nil ? 0 : 16 + MemoryLayout<M.Properties?>.stride + 2 * 8
+        let entry = MemoryLayout<ModelIdentityMap.Slot>.stride + MemoryLayout<M>.stride
+        return instance + box + tracker + entry + (model.objectId?.utf8.count ?? 0)
     }
 
     /// Every model in the context, in no particular order.
@@ -211,7 +214,7 @@ public final class ModelContext {
     ///
     /// - Complexity: O(1).
     public func model<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
-        Self.cast(withRegistry { $0.models[modelId] }, to: M.self)
+        withRegistry { $0.models.model(M.self, id: modelId) }
     }
 
     /// `model as? M`, with a fast path for the usual case of a final model class.

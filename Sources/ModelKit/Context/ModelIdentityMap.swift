@@ -10,29 +10,40 @@
 /// of registering a loaded graph; hashing the 16 bytes of each id with SipHash cost most of the
 /// rest. Ids made one after the other also land in the same few cache lines here.
 struct ModelIdentityMap {
-    /// The model as its address and type. (An `unowned(unsafe)` optional existential field
-    /// would be shorter, but with one this struct's copies looped forever under Swift 6.3.)
+    /// A model's id and address: 24 bytes. The model's type is not stored per slot: it is the
+    /// dynamic class of the object, found in `types` (a context holds models of a few types), so
+    /// every model costs 8 bytes less here.
     struct Slot: ModelIDSlot {
         var id: ModelID
         /// The model, unretained; `nil` for an empty slot.
         var object: UnsafeMutableRawPointer?
-        var type: (any Model.Type)?
 
         var isOccupied: Bool { object != nil }
+    }
 
-        var model: (any Model)? {
-            guard let object, let type else { return nil }
-            return Self.model(of: type, at: object)
-        }
+    /// The classes of the models in the map, each with its `Model` conformance, in the order
+    /// they were first inserted. Only ever grows: a type stays known after its last model left.
+    private var types: [(class: ObjectIdentifier, type: any Model.Type)] = []
 
-        private static func model<M: Model>(of type: M.Type, at object: UnsafeMutableRawPointer) -> any Model {
-            Unmanaged<M>.fromOpaque(object).takeUnretainedValue()
-        }
+    /// The model at `object`, as an existential of its dynamic type.
+    /// (Every class in the map was recorded when its first instance was inserted, so this is
+    /// never `nil` for an object of the map.)
+    private func model(at object: UnsafeMutableRawPointer) -> (any Model)? {
+        let dynamicClass = ObjectIdentifier(Swift.type(of: Unmanaged<AnyObject>.fromOpaque(object).takeUnretainedValue()))
+        guard let type = types.first(where: { $0.class == dynamicClass })?.type else { return nil }
+        return Self.model(of: type, at: object)
+    }
 
-        mutating func set<M: Model>(_ model: Unmanaged<M>) {
-            object = model.toOpaque()
-            type = M.self
-        }
+    private static func model<M: Model>(of type: M.Type, at object: UnsafeMutableRawPointer) -> any Model {
+        Unmanaged<M>.fromOpaque(object).takeUnretainedValue()
+    }
+
+    /// Records the dynamic class of `model` (a subclass of `M` when the model is one).
+    private mutating func record<M: Model>(classOf model: M) {
+        let dynamicType = Swift.type(of: model)
+        let dynamicClass = ObjectIdentifier(dynamicType)
+        if types.last?.class == dynamicClass || types.contains(where: { $0.class == dynamicClass }) { return }
+        types.append((dynamicClass, dynamicType))
     }
 
     private var slots: [Slot]
@@ -42,7 +53,7 @@ struct ModelIdentityMap {
 
     init(minimumCapacity: Int = 0) {
         let (size, shift) = ModelIDHashing.size(for: minimumCapacity)
-        slots = Array(repeating: Slot(id: ModelID(high: 0, low: 0), object: nil, type: nil), count: size)
+        slots = Array(repeating: Slot(id: ModelID(high: 0, low: 0), object: nil), count: size)
         self.shift = shift
     }
 
@@ -61,7 +72,7 @@ struct ModelIdentityMap {
     ///
     /// - Complexity: O(1) on average.
     subscript(id: ModelID) -> (any Model)? {
-        get { slots[position(of: id)].model }
+        get { slots[position(of: id)].object.flatMap(model(at:)) }
         set {
             if let newValue {
                 store(newValue, for: id)
@@ -87,7 +98,8 @@ struct ModelIdentityMap {
             slots[position].id = id
             count += 1
         }
-        slots[position].set(model)
+        model._withUnsafeGuaranteedRef { record(classOf: $0) }
+        slots[position].object = model.toOpaque()
     }
 
     /// Opens `model` to insert it (its dynamic type is the one stored).
@@ -115,7 +127,6 @@ struct ModelIdentityMap {
             }
         }
         slots[hole].object = nil
-        slots[hole].type = nil
         count -= 1
     }
 
@@ -135,6 +146,7 @@ struct ModelIdentityMap {
             larger.slots[position] = slot
         }
         larger.count = count
+        larger.types = types
         self = larger
     }
 
@@ -146,5 +158,14 @@ struct ModelIdentityMap {
     /// Every model, retained, in no particular order.
     ///
     /// - Complexity: O(capacity).
-    var models: [any Model] { slots.compactMap { $0.model } }
+    var models: [any Model] { slots.compactMap { $0.object.flatMap(model(at:)) } }
+
+    /// The model with `id` when it is an `M`. When it is of class `M` exactly (the usual case:
+    /// a final model class) no existential is made and no dynamic cast is needed.
+    @inline(__always) func model<M: Model>(_ type: M.Type, id: ModelID) -> M? {
+        guard let object = slots[position(of: id)].object else { return nil }
+        let model = Unmanaged<AnyObject>.fromOpaque(object).takeUnretainedValue()
+        if ObjectIdentifier(Swift.type(of: model)) == ObjectIdentifier(M.self) { return unsafeDowncast(model, to: M.self) }
+        return self.model(at: object) as? M
+    }
 }

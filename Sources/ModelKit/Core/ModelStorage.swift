@@ -110,38 +110,65 @@ public struct ModelStorage<Properties: Codable> {
 /// properties, which ModelKit's accessors never do. This is what makes a property write a plain
 /// store (the check costs about as much as the rest of a write).
 @usableFromInline final class ModelBox<Properties: Codable> {
+    // The fields are ordered so that the small ones pack into the bytes after the metadata's
+    // last field: every model has a box, and 16 bytes here are 16 bytes per model.
     @usableFromInline @exclusivity(unchecked) var values: Properties
     @usableFromInline @exclusivity(unchecked) var metadata: ModelMetadata
-    /// The context that holds the model. Not `weak`: a weak reference costs an atomic operation
-    /// on the context's side table to form and to read, on every insert, load and reference
-    /// read. The pointer is valid exactly while the context holds the model: inserting sets it,
-    /// and removing, clearing, and the context's deinitializer clear it.
-    @usableFromInline @exclusivity(unchecked) unowned(unsafe) var context: ModelContext?
-    /// Change tracking: the values at the last reset, begin/end state and observers. Made on the
-    /// model's first change (or first observer), so unchanged models spend no memory on it.
-    @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
     /// Whether a persisted property was read since the last write (the read may have been
     /// tracked by the Observation framework): the next write must tell the framework.
     @usableFromInline @exclusivity(unchecked) var observed = false
+    /// Set when a property changed after `updatedAt` was last stamped; the stamp is taken when
+    /// `updatedAt` is next read (or the change is reported), so that writes need no clock read.
+    @usableFromInline @exclusivity(unchecked) var stampPending = false
     /// Equal to ``ChangeEpoch/current`` while a write needs no bookkeeping at all: the values at
     /// the last reset are saved, `updatedAt` is marked for stamping, the context knows the model
     /// changed and nobody wants to hear about each write. Anything that changes one of these
     /// sets it to 0, and the next write takes the slow path once and re-establishes it.
     @usableFromInline @exclusivity(unchecked) var quietEpoch: UInt32 = 0
-    /// Set when a property changed after `updatedAt` was last stamped; the stamp is taken when
-    /// `updatedAt` is next read (or the change is reported), so that writes need no clock read.
-    @usableFromInline @exclusivity(unchecked) var stampPending = false
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.
     @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
+    /// The model's position in its context's list of models of its type (see
+    /// `ModelContext.Registry`), or -1. 32 bits: a context holds fewer than 2^31 models of a type.
+    @exclusivity(unchecked) private var storedTypeSlot: Int32 = -1
+    /// The context that holds the model. Not `weak`: a weak reference costs an atomic operation
+    /// on the context's side table to form and to read, on every insert, load and reference
+    /// read. The pointer is valid exactly while the context holds the model: inserting sets it,
+    /// and removing, clearing, and the context's deinitializer clear it.
+    @usableFromInline @exclusivity(unchecked) unowned(unsafe) var context: ModelContext?
+    /// What only some models need: the values at the last reset once a property changed,
+    /// observers, batches, held models. Made when first needed and dropped when it holds nothing
+    /// again, so that an unchanged model spends one pointer on all of it.
+    @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
+
     /// The models this model holds while it is in no context: those assigned to its references
     /// then. Without them, a graph built before it joins a context would have nothing keeping
     /// its parts alive (references do not retain). The context it joins adopts them, and the
-    /// list is emptied; a model in a context holds none.
-    @exclusivity(unchecked) var held: [AnyObject] = []
-    /// The model's position in its context's list of models of its type (see
-    /// `ModelContext.Registry`), or -1. Changed under the context's lock.
-    @exclusivity(unchecked) var typeSlot = -1
+    /// list is emptied; a model in a context holds only targets in other contexts.
+    var held: [AnyObject] {
+        get { tracker?.held ?? [] }
+        set {
+            if let tracker {
+                tracker.held = newValue
+                if newValue.isEmpty { dropTrackerIfEmpty() }
+            } else if !newValue.isEmpty {
+                let tracker = ChangeTracker<Properties>()
+                tracker.held = newValue
+                self.tracker = tracker
+            }
+        }
+    }
+
+    /// See `storedTypeSlot`.
+    var typeSlot: Int {
+        get { Int(storedTypeSlot) }
+        set { storedTypeSlot = Int32(truncatingIfNeeded: newValue) }
+    }
+
+    /// Forgets the tracker once nothing in it is in use, giving its memory back.
+    @usableFromInline func dropTrackerIfEmpty() {
+        if let tracker, tracker.isEmpty { self.tracker = nil }
+    }
 
     init(values: Properties, metadata: ModelMetadata) {
         self.values = values

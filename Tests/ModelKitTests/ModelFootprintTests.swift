@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+@testable import ModelKit
+
+/// A model class that is not final, and a subclass of it: the identity map finds models by their
+/// dynamic class, which for these is not the type they were inserted as.
+class Vehicle: Model {
+    struct Properties: Codable { var wheels = 4 }
+    let storage = ModelStorage(Properties())
+    required init() {}
+}
+
+final class Bicycle: Vehicle {}
+
+@Suite("Model footprint")
+struct ModelFootprintTests {
+    @Test("An unchanged model has no change tracker; its first write makes one and a reset gives it back")
+    func trackerComesAndGoes() {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        #expect(author.storage.tracker == nil)
+        author.name = "Jon"
+        #expect(author.storage.tracker != nil)
+        #expect(author.changes.properties == ["name"])
+        author.resetChanges()
+        #expect(author.storage.tracker == nil)
+        #expect(author.changes.isEmpty)
+        author.name = "Joe"
+        #expect(author.changes["name"] == PropertyChange(property: "name", oldValue: "Jon", newValue: "Joe"))
+        author.revertChanges()
+        #expect(author.storage.tracker == nil)
+        #expect(author.name == "Jon")
+    }
+
+    @Test("A tracker that still has observers or a batch stays after a reset, and goes with the last of them")
+    func trackerStaysWhileListened() throws {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        var heard = 0
+        let token = author.observeChanges { _, _ in heard += 1 }
+        author.name = "Jon"
+        author.resetChanges()
+        #expect(author.storage.tracker != nil)
+        author.beginChanges()
+        token.cancel()
+        author.resetChanges()
+        #expect(author.storage.tracker != nil)
+        try author.endChanges()
+        author.resetChanges()
+        #expect(author.storage.tracker == nil)
+        #expect(heard == 1)
+    }
+
+    @Test("A model outside any context keeps the models it was given, and drops its tracker when its context adopts them")
+    func heldModelsLiveInTheTracker() {
+        let post = Post()
+        post.author = Author()
+        #expect(post.storage.box.held.count == 1)
+        #expect(post.author != nil)
+        let context = ModelContext()
+        context.insert(post)
+        post.resetChanges()
+        #expect(post.storage.box.held.isEmpty)
+        #expect(post.storage.tracker == nil)
+        #expect(post.author?.modelContext === context)
+    }
+
+    @Test("A context finds a model of a subclass by id, as the subclass, the base class or any model")
+    func subclassesInTheIdentityMap() {
+        let context = ModelContext()
+        let vehicle = Vehicle.instance(in: context)
+        let bicycle = Bicycle()
+        context.insert(bicycle as Vehicle)
+        #expect(context.model(Bicycle.self, modelId: bicycle.modelId) === bicycle)
+        #expect(context.model(Vehicle.self, modelId: bicycle.modelId) === bicycle)
+        #expect(context.model(withId: bicycle.modelId) as? Bicycle === bicycle)
+        #expect(context.model(Vehicle.self, modelId: vehicle.modelId) === vehicle)
+        #expect(context.model(Bicycle.self, modelId: vehicle.modelId) == nil)
+        #expect(context.model(Author.self, modelId: vehicle.modelId) == nil)
+        #expect(context.allModels.count == 2)
+    }
+
+    @Test("The estimated size counts a change tracker only while the model has one")
+    func estimatedSizeFollowsTheTracker() {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        let unchanged = context.estimatedByteSize
+        author.name = "Jon"
+        let changed = context.estimatedByteSize
+        #expect(changed > unchanged)
+        author.resetChanges()
+        #expect(context.estimatedByteSize == unchanged)
+    }
+}
