@@ -31,15 +31,13 @@ import Synchronization
 ///
 /// Split in two so that the common case, a model written once since its reset, costs one small
 /// object: the values at the reset and a pointer.
-@usableFromInline final class ChangeTracker<Properties: Codable> {
+@usableFromInline final class ChangeTracker<Properties: Codable>: HeldModels {
     /// The values at the last reset, saved on the first change after it. `nil`: unchanged.
     @usableFromInline var original: Properties?
-    /// See ``ModelBox/held``.
-    var held: [AnyObject] = []
     /// Batches, notifications and observers; made for the first of them.
     @usableFromInline var listening: ChangeListening<Properties>?
 
-    @usableFromInline init() {}
+    @usableFromInline override init() {}
 
     /// Whether the tracker holds nothing, so that the box can drop it.
     var isEmpty: Bool {
@@ -56,7 +54,7 @@ import Synchronization
 
     /// `beginChanges()` nesting.
     @usableFromInline var batchDepth: Int {
-        get { listening?.batchDepth ?? 0 }
+        @inlinable get { listening?.batchDepth ?? 0 }
         set { listeningState.batchDepth = newValue }
     }
 
@@ -69,7 +67,7 @@ import Synchronization
     /// Whether a property was read under observation and written inside the open batch: the
     /// Observation framework is told once, at the end.
     @usableFromInline var batchTouchedObservation: Bool {
-        get { listening?.batchTouchedObservation ?? false }
+        @inlinable get { listening?.batchTouchedObservation ?? false }
         set { listeningState.batchTouchedObservation = newValue }
     }
 
@@ -92,11 +90,20 @@ import Synchronization
     }
 }
 
+/// The models a model holds (see ``ModelBox/held``), in a class that is not generic so that
+/// code not specialized for the model's type (to-many mutations) reads them at a fixed offset,
+/// without looking up the tracker's generic metadata.
+@usableFromInline class HeldModels {
+    var held: [AnyObject] = []
+
+    @usableFromInline init() {}
+}
+
 /// The rarely used part of a model's ``ChangeTracker``.
 @usableFromInline final class ChangeListening<Properties: Codable> {
-    var batchDepth = 0
+    @usableFromInline var batchDepth = 0
     var batchStart: Properties?
-    var batchTouchedObservation = false
+    @usableFromInline var batchTouchedObservation = false
     var postsNotifications = false
     var observers: ObserverList?
 

@@ -152,7 +152,7 @@ extension Model {
             let storage = self.storage
             var array = newValue
             array.context = storage.context
-            storage.box.held += array.release(to: storage.context)
+            storage.box.hold(array.release(to: storage.context))
             if storage.writesQuietly {
                 storage.values[keyPath: keyPath] = array
             } else {
@@ -166,7 +166,7 @@ extension Model {
             let storage = self.storage
             storage.values[keyPath: keyPath].attach(context: storage.context, held: storage.box.held)
             // What the mutation added and the context could not adopt, the owner holds.
-            defer { storage.box.held += storage.values[keyPath: keyPath].release(to: storage.context) }
+            defer { storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context)) }
             if storage.writesQuietly {
                 yield &storage.values[keyPath: keyPath]
             } else {

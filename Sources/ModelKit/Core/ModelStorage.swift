@@ -146,9 +146,9 @@ public struct ModelStorage<Properties: Codable> {
     /// its parts alive (references do not retain). The context it joins adopts them, and the
     /// list is emptied; a model in a context holds only targets in other contexts.
     var held: [AnyObject] {
-        get { tracker?.held ?? [] }
+        get { (tracker as HeldModels?)?.held ?? [] }
         set {
-            if let tracker {
+            if let tracker = tracker as HeldModels? {
                 tracker.held = newValue
                 if newValue.isEmpty { dropTrackerIfEmpty() }
             } else if !newValue.isEmpty {
@@ -157,6 +157,11 @@ public struct ModelStorage<Properties: Codable> {
                 self.tracker = tracker
             }
         }
+    }
+
+    /// Adds `models` to ``held``; nothing to do (the usual case) when there are none.
+    func hold(_ models: [AnyObject]) {
+        if !models.isEmpty { held += models }
     }
 
     /// See `storedTypeSlot`.

@@ -75,9 +75,13 @@ public struct ModelRef<Target: Model> {
 
     /// The target for an owner in `context`, else among the models the owner holds (see
     /// ``ModelBox/held``: models given to it while it was in no context, or from other contexts).
-    func target(lookupIn context: ModelContext?, held: [AnyObject]) -> Target? {
+    ///
+    /// `held` is only evaluated when the context has no such model (it rarely is: a model in a
+    /// context holds only targets in other contexts).
+    func target(lookupIn context: ModelContext?, held: @autoclosure () -> [AnyObject]) -> Target? {
         guard let id else { return nil }
         if let context, let found = context.model(Target.self, modelId: id) { return found }
+        let held = held()
         return held.isEmpty ? nil : Self.live(id, among: held)
     }
 
