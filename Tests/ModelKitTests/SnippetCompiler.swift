@@ -83,6 +83,13 @@ struct SnippetCompiler {
     /// Compiles `source` into a program linked with ModelKit and runs it; its exit status is in
     /// the outcome.
     func build(andRun source: String) throws -> Outcome {
+        try build(andRun: source) { program in (program, []) }
+    }
+
+    /// Compiles `source` like ``build(andRun:)``, and runs what `launch` makes of the program's
+    /// path: an executable and its arguments (a shell that prepares a file system and runs the
+    /// program in it, for example).
+    func build(andRun source: String, launch: (URL) -> (URL, [String])) throws -> Outcome {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("main.swift")
@@ -92,7 +99,8 @@ struct SnippetCompiler {
         if threadSanitized { flags.append("-sanitize=thread") }
         let (status, text) = try run(swiftc, flags)
         guard status == 0 else { return Outcome(compiled: false, diagnostics: text) }
-        let (exit, output) = try run(program, [])
+        let (executable, arguments) = launch(program)
+        let (exit, output) = try run(executable, arguments)
         return Outcome(compiled: true, diagnostics: text, output: output, status: exit)
     }
 
