@@ -314,3 +314,37 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("Error messages")
+@MainActor struct ErrorMessageTests {
+    /// Every public error type: an instance of it, made the way an app meets it.
+    static func examples() throws -> [any Error] {
+        var errors: [any Error] = []
+        let context = ModelContext()
+        do { _ = try Post.instance(fromJSON: Data("[".utf8), in: context) } catch { errors.append(error) }
+        do { try context.load(from: URL(fileURLWithPath: "/nonexistent/modelkit/graph.json")) } catch { errors.append(error) }
+        do { _ = try ModelPredicate<Author>("name ==") } catch { errors.append(error) }
+        do { try Author.instance(in: context).endChanges() } catch { errors.append(error) }
+        final class AuthorImpostor: Model {
+            struct Properties: Codable {}
+            let storage = ModelStorage(Properties())
+            static var modelName: String { "Author" }
+        }
+        try ModelRegistry.register(Author.self)
+        do { try ModelRegistry.register(AuthorImpostor.self) } catch { errors.append(error) }
+        return errors
+    }
+
+    @Test("Every public error reads the same in localizedDescription, String(describing:) and description")
+    func errorsReadWell() throws {
+        let errors = try Self.examples()
+        #expect(errors.count == 5)
+        #expect(Set(errors.map { "\(type(of: $0))" }).count == 5)
+        for error in errors {
+            let description = String(describing: error)
+            #expect(error.localizedDescription == description)
+            #expect(!description.contains("The operation could not be completed"))
+            #expect(!description.isEmpty)
+        }
+    }
+}
