@@ -63,9 +63,14 @@ extension Query {
                 models.forEach(body)
                 return
             }
-            let test = node.compiled(reader: PropertyValues<M>(), indexes: indexes)
+            let program = ScanProgram(node, reader: PropertyValues<M>(), indexes: indexes)
             try models.withUnsafeBufferPointer { buffer in
-                for index in buffer.indices where try test(buffer[index]) { body(buffer[index]) }
+                // The models as the class references they are, unretained: a model copied out of
+                // the buffer (as a generic loop copies it) is retained and released, which cost
+                // more than deciding it.
+                try buffer.withMemoryRebound(to: Unmanaged<AnyObject>.self) { objects in
+                    try program.forEachMatch(in: objects) { body(buffer[$0]) }
+                }
             }
         }
     }
@@ -88,7 +93,7 @@ extension Query {
         switch node {
         case .always, .not, .related, .tooDeep:
             return nil
-        case .typed(_, let probe):
+        case .typed(_, let probe), .inPlace(_, let probe, _):
             return probe?.lookup(indexes)
         case .keyed(let path, let condition):
             let key = path.joined(separator: ".")

@@ -1,0 +1,225 @@
+import Foundation
+
+// How a query scan decides a model. The predicate's conditions become one flat list of steps, each
+// a test that says which step comes next when it passes and when it fails: `&&`, `||` and `!`
+// are only those jumps, decided once per run instead of by a closure per operator per model. The
+// steps that read the model's properties in place run in one opening of the properties, so a
+// model costs one walk over one pointer, not one opening per condition.
+
+/// Opens a model's properties for reading in place: calls a body with their address and returns
+/// what it returns (the step a scan goes on with).
+@usableFromInline struct PropertiesOpener {
+    @usableFromInline let open: (AnyObject, (UnsafeRawPointer) throws -> Int) throws -> Int
+
+    /// The opener of `M`'s properties. Made in inlinable code, where `M` is a concrete type, it
+    /// compiles to a few loads; made in the library's generic code (for string keys), it reads the
+    /// model's storage through the protocol.
+    @inlinable init<M: Model>(_ type: M.Type) {
+        // Only ever given models of type `M` (the scan of `M` the opener was made for).
+        open = { model, body in try unsafeDowncast(model, to: M.self).storage.box.withValuesPointer(body) }
+    }
+}
+
+/// A predicate compiled for a scan of the models of one type.
+///
+/// Not generic over the model type, so that running it looks up no generic metadata per model,
+/// and its steps are plain values that refer to their tests unretained (the program holds the
+/// tests): calling a closure loaded from an array retains and releases its context around each
+/// call, which cost as much as the test.
+struct ScanProgram {
+    /// A test of the properties in place (see `FieldMatcher`).
+    final class FieldTest {
+        let test: FieldMatcher.Test
+        init(_ test: @escaping FieldMatcher.Test) { self.test = test }
+    }
+
+    /// A test of the properties in place that may follow references (looked up in the model's
+    /// context) or throw.
+    final class PathTest {
+        let test: (UnsafeRawPointer, ModelContext?) throws -> Bool
+        init(_ test: @escaping (UnsafeRawPointer, ModelContext?) throws -> Bool) { self.test = test }
+    }
+
+    /// A test of the model: run with its properties closed, since it may read them through the
+    /// model, which must not overlap the opening (the law of exclusivity).
+    final class ModelTest {
+        let test: (AnyObject) throws -> Bool
+        init(_ test: @escaping (AnyObject) throws -> Bool) { self.test = test }
+    }
+
+    enum Test {
+        case field(FieldTest)
+        case path(PathTest)
+        case model(ModelTest)
+    }
+
+    struct Step {
+        enum Kind { case field, path, model }
+        let kind: Kind
+        /// The test object of the kind, unretained.
+        let test: UnsafeRawPointer
+        /// The next step after a pass and after a failure, or ``accept`` or ``reject``.
+        let pass: Int
+        let fail: Int
+    }
+
+    static let accept = -1
+    static let reject = -2
+
+    private let steps: [Step]
+    /// What keeps the steps' tests alive.
+    private let tests: [AnyObject]
+    /// The first step (``accept`` or ``reject`` for a predicate without tests).
+    private let entry: Int
+    private let opener: PropertiesOpener
+    /// The context references are looked up in, for programs with `path` steps.
+    private let lookupContext: ((AnyObject) -> ModelContext?)?
+
+    /// The program of `node`.
+    init<M: Model>(_ node: ModelPredicate<M>.Node, reader: PropertyValues<M>, indexes: [any MaintainedIndex<M>]) {
+        var compiler = ScanCompiler<M>(reader: reader, indexes: indexes)
+        entry = compiler.emit(node, pass: Self.accept, fail: Self.reject)
+        steps = compiler.steps
+        tests = compiler.tests
+        opener = compiler.opener ?? PropertiesOpener(M.self)
+        lookupContext = compiler.followsReferences ? { unsafeDowncast($0, to: M.self).storage.lookupContext } : nil
+    }
+
+    /// Calls `body` with the position of each of `models` the predicate holds for, in order. The
+    /// models are taken unretained: the caller holds them.
+    func forEachMatch(in models: UnsafeBufferPointer<Unmanaged<AnyObject>>, _ body: (Int) -> Void) throws {
+        try steps.withUnsafeBufferPointer { steps in
+            for index in models.indices where try models[index]._withUnsafeGuaranteedRef({ try matches($0, steps) }) {
+                body(index)
+            }
+        }
+    }
+
+    /// Whether the predicate holds for `model`, a model of the type the program was made for.
+    func matches(_ model: AnyObject) throws -> Bool {
+        try steps.withUnsafeBufferPointer { try matches(model, $0) }
+    }
+
+    private func matches(_ model: AnyObject, _ steps: UnsafeBufferPointer<Step>) throws -> Bool {
+        var at = entry
+        while at >= 0 {
+            let step = steps[at]
+            if step.kind == .model {
+                let passed = try Unmanaged<ModelTest>.fromOpaque(step.test)._withUnsafeGuaranteedRef { try $0.test(model) }
+                at = passed ? step.pass : step.fail
+                continue
+            }
+            let start = at
+            let context = lookupContext?(model)
+            at = try opener.open(model) { base in try Self.runInPlace(steps, from: start, base, context) }
+        }
+        return at == Self.accept
+    }
+
+    /// Runs the steps that read the properties at `base`, from `start` to the first that doesn't
+    /// (which it returns) or to the end (``accept`` or ``reject``).
+    private static func runInPlace(
+        _ steps: UnsafeBufferPointer<Step>, from start: Int, _ base: UnsafeRawPointer, _ context: ModelContext?
+    ) throws -> Int {
+        var at = start
+        while at >= 0 {
+            let step = steps[at]
+            let passed: Bool
+            switch step.kind {
+            case .field: passed = Unmanaged<FieldTest>.fromOpaque(step.test)._withUnsafeGuaranteedRef { $0.test(base) }
+            case .path:
+                passed = try Unmanaged<PathTest>.fromOpaque(step.test)._withUnsafeGuaranteedRef { try $0.test(base, context) }
+            case .model: return at
+            }
+            at = passed ? step.pass : step.fail
+        }
+        return at
+    }
+}
+
+/// Turns a predicate tree into steps: each node is emitted with the steps to go to when it holds
+/// and when it doesn't, operands last to first, so that each operand knows the step after it.
+private struct ScanCompiler<M: Model> {
+    let reader: PropertyValues<M>
+    let indexes: [any MaintainedIndex<M>]
+    var steps: [ScanProgram.Step] = []
+    var tests: [AnyObject] = []
+    /// The opener a key-path condition brought, made where `M` is concrete.
+    var opener: PropertiesOpener?
+    var followsReferences = false
+
+    /// Emits `node`; returns its first step.
+    mutating func emit(_ node: ModelPredicate<M>.Node, pass: Int, fail: Int) -> Int {
+        switch node {
+        case .always:
+            return pass
+        case .tooDeep:
+            return fail  // never run: checking the predicate throws first
+        case .typed(let test, _):
+            return append(.model(.init { test(unsafeDowncast($0, to: M.self)) }), pass: pass, fail: fail)
+        case .inPlace(let test, _, let open):
+            if opener == nil { opener = open }
+            return append(.field(.init(test)), pass: pass, fail: fail)
+        case .related(let make, _):
+            let test = make()
+            return append(.model(.init { try test(unsafeDowncast($0, to: M.self)) }), pass: pass, fail: fail)
+        case .and(let nodes):
+            // Each operand goes on to the next when it holds; any failure fails the whole.
+            var next = pass
+            for node in nodes.reversed() { next = emit(node, pass: next, fail: fail) }
+            return next
+        case .or(let nodes):
+            var next = fail
+            for node in nodes.reversed() { next = emit(node, pass: pass, fail: next) }
+            return next
+        case .not(let node):
+            return emit(node, pass: fail, fail: pass)
+        case .keyed(let path, let condition):
+            return append(keyed(path, condition), pass: pass, fail: fail)
+        }
+    }
+
+    private mutating func append(_ test: ScanProgram.Test, pass: Int, fail: Int) -> Int {
+        let (kind, object): (ScanProgram.Step.Kind, AnyObject) =
+            switch test {
+            case .field(let test): (.field, test)
+            case .path(let test): (.path, test)
+            case .model(let test): (.model, test)
+            }
+        if kind == .path { followsReferences = true }
+        tests.append(object)
+        steps.append(
+            ScanProgram.Step(
+                kind: kind, test: UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque()), pass: pass, fail: fail))
+        return steps.count - 1
+    }
+
+    /// The test of a string-key condition: through an index on the key, or the property's place
+    /// in memory, the property is read directly, without encoding the model.
+    private func keyed(_ path: [String], _ condition: QueryCondition) -> ScanProgram.Test {
+        let key = path.joined(separator: ".")
+        let modelName = M.modelName
+        if let index = indexes.first(where: { $0.key == key }) {
+            return .model(
+                .init { model in
+                    try condition.matches(index.queryValue(of: unsafeDowncast(model, to: M.self)), key: key, modelName: modelName)
+                })
+        }
+        let layout = PropertyLayout.of(M.self)
+        if let field = layout.fields[key], let test = FieldMatcher.make(field, condition) {
+            return .field(.init(test))
+        }
+        if let test = layout.matcher(for: path, condition) {  // through references
+            return .path(.init(test))
+        }
+        if let read = layout.reader(for: path) {
+            return .path(.init { base, context in try condition.matches(read(base, context), key: key, modelName: modelName) })
+        }
+        let reader = self.reader
+        return .model(
+            .init { model in
+                try condition.matches(
+                    reader.value(at: path, of: unsafeDowncast(model, to: M.self)), key: key, modelName: modelName)
+            })
+    }
+}
