@@ -11,7 +11,8 @@ import Foundation
 /// key-path condition given as an operator and operands (see ``Condition``), so that a scan runs
 /// the same tests whichever form asked.
 ///
-/// Each test is one closure in which the comparison is inlined (the comparisons are structs, not
+/// An integer compared with integers is a range check a scan makes itself (see ``Kernel``). Any
+/// other test is one closure in which the comparison is inlined (the comparisons are structs, not
 /// closures, so the generic `reading` specializes around each), and it borrows the property where
 /// it lies: a string or an array is compared in place, not copied (a copy retains and releases its
 /// storage, which cost more than the comparison).
@@ -19,8 +20,22 @@ import Foundation
     /// A test of the properties at an address.
     @usableFromInline typealias Test = (UnsafeRawPointer) -> Bool
 
+    /// A compiled test: an integer range, which a scan checks without a call, or a closure.
+    @usableFromInline enum Kernel {
+        case integers(IntegerRange)
+        case closure(Test)
+
+        /// The test as a closure, for a caller that runs it on its own.
+        var test: Test {
+            switch self {
+            case .integers(let range): { range.holds($0) }
+            case .closure(let test): test
+            }
+        }
+    }
+
     /// The test of a string-key condition on a located field, or `nil`.
-    static func make(_ field: PropertyLayout.Field, _ condition: QueryCondition) -> Test? {
+    static func make(_ field: PropertyLayout.Field, _ condition: QueryCondition) -> Kernel? {
         guard condition.options.isEmpty else { return nil }
         let place = Place(offset: field.offset, optional: field.optional, op: condition.op)
         let (op, values) = (condition.op, condition.values)
@@ -28,22 +43,22 @@ import Foundation
         case .int:
             // Compared as Int, without converting each model's value.
             guard let integers = integers(values) else { return nil }
-            return ordered(op, integers, place)
+            return ranged(op, integers, place)
         case .double:
             guard let doubles = doubles(values) else { return nil }
-            return ordered(op, doubles, place)
+            return closure(ordered(op, doubles, place))
         case .string:
             guard let strings = strings(values) else { return nil }
-            return text(op, strings, place)
+            return closure(text(op, strings, place))
         case .strings:
             guard let strings = strings(values) else { return nil }
-            return elements(op, strings, place)
+            return closure(elements(op, strings, place))
         case .bool:
             guard let booleans = booleans(values) else { return nil }
-            return truth(op, booleans, place)
+            return closure(truth(op, booleans, place))
         case .geoPoint:
             guard op == .within, let center = condition.center else { return nil }
-            return place.reading(Near(center: center, kilometers: condition.kilometers))
+            return .closure(place.reading(Near(center: center, kilometers: condition.kilometers)))
         case .date, .uint:
             return nil
         }
@@ -55,19 +70,44 @@ import Foundation
     /// runs on the property). The operands keep their type: no ``ModelValue`` in between.
     @usableFromInline static func make<Property>(
         _ type: Property.Type, at offset: Int, optional: Bool, _ operation: Condition<Property>.Operation
-    ) -> Test? {
+    ) -> Kernel? {
         let (op, operands) = (operation.op, operation.operands)
         let place = Place(offset: offset, optional: optional, op: op)
         // The property's type exactly, first: the operands of a condition on an optional type
         // must not be unwrapped into a test that reads a non-optional one. (No `flatMap` here: it
         // would wrap each test in a thunk, one more call per model.)
-        if type == Int.self, let values = operands as? [Int] { return ordered(op, values, place) }
-        if type == Int64.self, let values = operands as? [Int64] { return ordered(op, values, place) }
-        if type == Double.self, let values = operands as? [Double] { return ordered(op, values, place) }
-        if type == String.self, let values = operands as? [String] { return text(op, values, place) }
-        if type == [String].self, let values = operands as? [String] { return elements(op, values, place) }
-        if type == Bool.self, let values = operands as? [Bool] { return truth(op, values, place) }
+        if type == Int.self, let values = operands as? [Int] { return ranged(op, values, place) }
+        if type == Int64.self, let values = operands as? [Int64] { return closure(ordered(op, values, place)) }
+        if type == Double.self, let values = operands as? [Double] { return closure(ordered(op, values, place)) }
+        if type == String.self, let values = operands as? [String] { return closure(text(op, values, place)) }
+        if type == [String].self, let values = operands as? [String] { return closure(elements(op, values, place)) }
+        if type == Bool.self, let values = operands as? [Bool] { return closure(truth(op, values, place)) }
         return nil
+    }
+
+    private static func closure(_ test: Test?) -> Kernel? {
+        guard let test else { return nil }
+        return .closure(test)
+    }
+
+    /// Conditions on an `Int`: the ordering ones as a range (`x > v` is `v + 1 ... Int.max`),
+    /// membership as a closure.
+    private static func ranged(_ op: QueryCondition.Operator, _ values: [Int], _ place: Place) -> Kernel? {
+        let bounds: (lower: Int, upper: Int, negated: Bool)
+        switch op {
+        case .equal: bounds = (values[0], values[0], false)
+        case .notEqual: bounds = (values[0], values[0], true)
+        case .greater: bounds = values[0] == .max ? (1, 0, false) : (values[0] + 1, .max, false)
+        case .greaterOrEqual: bounds = (values[0], .max, false)
+        case .less: bounds = values[0] == .min ? (1, 0, false) : (.min, values[0] - 1, false)
+        case .lessOrEqual: bounds = (.min, values[0], false)
+        case .between: bounds = (values[0], values[1], false)  // empty when lower > upper
+        default: return closure(ordered(op, values, place))
+        }
+        return .integers(
+            IntegerRange(
+                offset: place.offset, optional: place.optional, nilMatches: place.nilMatches, lower: bounds.lower,
+                upper: bounds.upper, negated: bounds.negated))
     }
 
     /// Ordering and membership conditions on a comparable value.
@@ -155,6 +195,28 @@ import Foundation
             result.append(string)
         }
         return result
+    }
+}
+
+/// An `Int` property within `lower ... upper` (outside it when `negated`; the range is empty when
+/// `lower > upper`). A nil optional answers `nilMatches`.
+@usableFromInline struct IntegerRange {
+    let offset: Int
+    let optional: Bool
+    let nilMatches: Bool
+    let lower: Int
+    let upper: Int
+    let negated: Bool
+
+    @inline(__always) func holds(_ base: UnsafeRawPointer) -> Bool {
+        let value: Int
+        if optional {
+            guard let present = base.load(fromByteOffset: offset, as: Int?.self) else { return nilMatches }
+            value = present
+        } else {
+            value = base.load(fromByteOffset: offset, as: Int.self)
+        }
+        return (lower <= value && value <= upper) != negated
     }
 }
 

@@ -22,7 +22,7 @@ public struct ModelPredicate<M: Model> {
         /// `ScanProgram`), and how an index could answer it. The opener is made where the model
         /// type is known, so that opening a model's properties costs a few loads, not a call
         /// through the protocol.
-        case inPlace(FieldMatcher.Test, IndexProbe<M>?, PropertiesOpener)
+        case inPlace(FieldMatcher.Kernel, IndexProbe<M>?, PropertiesOpener)
         /// A condition on the value at a string key (a dotted path).
         case keyed(path: [String], condition: QueryCondition)
         /// A predicate on the models a reference property leads to: a maker of the test (one per
@@ -161,7 +161,7 @@ public struct ModelPredicate<M: Model> {
             }
             return Self(
                 .inPlace(
-                    { base in test(base.advanced(by: offset).assumingMemoryBound(to: Value.self).pointee) }, probe,
+                    .closure { base in test(base.advanced(by: offset).assumingMemoryBound(to: Value.self).pointee) }, probe,
                     PropertiesOpener(M.self)))
         }
         return Self(.typed({ test($0.storage.values[keyPath: keyPath]) }, probe))
@@ -188,7 +188,7 @@ public struct ModelPredicate<M: Model> {
             }
             return Self(
                 .inPlace(
-                    { base in
+                    .closure { base in
                         guard let value = base.advanced(by: offset).assumingMemoryBound(to: Value?.self).pointee else {
                             return matchesNil
                         }

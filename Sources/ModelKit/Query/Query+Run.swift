@@ -21,7 +21,7 @@ extension Query {
     /// - Complexity: O(n) in the number of models of the type in the context.
     public func count() throws(QueryError) -> Int {
         var count = 0
-        try scan { _ in count += 1 }
+        _ = try scan { _ in count += 1 }
         return count
     }
 
@@ -43,12 +43,20 @@ extension Query {
     // MARK: - Internals
 
     private func matches() throws(QueryError) -> [M] {
+        var positions: [Int] = []
+        let candidates = try scan { positions.append($0) }
+        if positions.count == candidates.count { return candidates }  // all of them, in order
+        // Collected here rather than by the scan's callback: appending to an array of a generic
+        // type in a closure looked up the array type's metadata for every match.
         var matches: [M] = []
-        try scan { matches.append($0) }
+        matches.reserveCapacity(positions.count)
+        for position in positions { matches.append(candidates[position]) }
         return matches
     }
 
-    private func scan(_ body: (M) -> Void) throws(QueryError) {
+    /// Calls `body` with the position of each model that matches among the candidates (the
+    /// models of the type, or those an index gives), and returns the candidates.
+    private func scan(_ body: (Int) -> Void) throws(QueryError) -> [M] {
         try guarded {
             let node = predicate.node
             let template = ModelPredicate<M>.Node.template
@@ -60,8 +68,8 @@ extension Query {
             let (candidates, indexes) = Self.candidates(for: node, in: context)
             let models = candidates ?? context.models(of: M.self)
             if case .always = node {
-                models.forEach(body)
-                return
+                models.indices.forEach(body)
+                return models
             }
             let program = ScanProgram(node, reader: PropertyValues<M>(), indexes: indexes)
             try models.withUnsafeBufferPointer { buffer in
@@ -69,9 +77,10 @@ extension Query {
                 // the buffer (as a generic loop copies it) is retained and released, which cost
                 // more than deciding it.
                 try buffer.withMemoryRebound(to: Unmanaged<AnyObject>.self) { objects in
-                    try program.forEachMatch(in: objects) { body(buffer[$0]) }
+                    try program.forEachMatch(in: objects, body)
                 }
             }
+            return models
         }
     }
 

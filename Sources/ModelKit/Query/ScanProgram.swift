@@ -23,9 +23,9 @@ import Foundation
 /// A predicate compiled for a scan of the models of one type.
 ///
 /// Not generic over the model type, so that running it looks up no generic metadata per model,
-/// and its steps are plain values that refer to their tests unretained (the program holds the
-/// tests): calling a closure loaded from an array retains and releases its context around each
-/// call, which cost as much as the test.
+/// and its steps are plain values: an integer range, checked inline, or a test object referred
+/// to unretained (the program holds the tests). Calling a closure loaded from an array retains
+/// and releases its context around each call, which cost as much as the test.
 struct ScanProgram {
     /// A test of the properties in place (see `FieldMatcher`).
     final class FieldTest {
@@ -47,17 +47,24 @@ struct ScanProgram {
         init(_ test: @escaping (AnyObject) throws -> Bool) { self.test = test }
     }
 
+    /// A test as the compiler makes it.
     enum Test {
+        case integers(IntegerRange)
         case field(FieldTest)
         case path(PathTest)
         case model(ModelTest)
     }
 
     struct Step {
-        enum Kind { case field, path, model }
-        let kind: Kind
-        /// The test object of the kind, unretained.
-        let test: UnsafeRawPointer
+        /// The test, with the address of its object for the kinds that have one.
+        enum Action {
+            case integers(IntegerRange)
+            case field(UnsafeRawPointer)
+            case path(UnsafeRawPointer)
+            case model(UnsafeRawPointer)
+        }
+
+        let action: Action
         /// The next step after a pass and after a failure, or ``accept`` or ``reject``.
         let pass: Int
         let fail: Int
@@ -104,8 +111,8 @@ struct ScanProgram {
         var at = entry
         while at >= 0 {
             let step = steps[at]
-            if step.kind == .model {
-                let passed = try Unmanaged<ModelTest>.fromOpaque(step.test)._withUnsafeGuaranteedRef { try $0.test(model) }
+            if case .model(let test) = step.action {
+                let passed = try Unmanaged<ModelTest>.fromOpaque(test)._withUnsafeGuaranteedRef { try $0.test(model) }
                 at = passed ? step.pass : step.fail
                 continue
             }
@@ -125,10 +132,11 @@ struct ScanProgram {
         while at >= 0 {
             let step = steps[at]
             let passed: Bool
-            switch step.kind {
-            case .field: passed = Unmanaged<FieldTest>.fromOpaque(step.test)._withUnsafeGuaranteedRef { $0.test(base) }
-            case .path:
-                passed = try Unmanaged<PathTest>.fromOpaque(step.test)._withUnsafeGuaranteedRef { try $0.test(base, context) }
+            switch step.action {
+            case .integers(let range): passed = range.holds(base)
+            case .field(let test): passed = Unmanaged<FieldTest>.fromOpaque(test)._withUnsafeGuaranteedRef { $0.test(base) }
+            case .path(let test):
+                passed = try Unmanaged<PathTest>.fromOpaque(test)._withUnsafeGuaranteedRef { try $0.test(base, context) }
             case .model: return at
             }
             at = passed ? step.pass : step.fail
@@ -157,9 +165,9 @@ private struct ScanCompiler<M: Model> {
             return fail  // never run: checking the predicate throws first
         case .typed(let test, _):
             return append(.model(.init { test(unsafeDowncast($0, to: M.self)) }), pass: pass, fail: fail)
-        case .inPlace(let test, _, let open):
+        case .inPlace(let kernel, _, let open):
             if opener == nil { opener = open }
-            return append(.field(.init(test)), pass: pass, fail: fail)
+            return append(Self.inPlace(kernel), pass: pass, fail: fail)
         case .related(let make, _):
             let test = make()
             return append(.model(.init { try test(unsafeDowncast($0, to: M.self)) }), pass: pass, fail: fail)
@@ -180,18 +188,30 @@ private struct ScanCompiler<M: Model> {
     }
 
     private mutating func append(_ test: ScanProgram.Test, pass: Int, fail: Int) -> Int {
-        let (kind, object): (ScanProgram.Step.Kind, AnyObject) =
-            switch test {
-            case .field(let test): (.field, test)
-            case .path(let test): (.path, test)
-            case .model(let test): (.model, test)
-            }
-        if kind == .path { followsReferences = true }
-        tests.append(object)
-        steps.append(
-            ScanProgram.Step(
-                kind: kind, test: UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque()), pass: pass, fail: fail))
+        let action: ScanProgram.Step.Action
+        switch test {
+        case .integers(let range): action = .integers(range)
+        case .field(let test): action = .field(hold(test))
+        case .path(let test):
+            action = .path(hold(test))
+            followsReferences = true
+        case .model(let test): action = .model(hold(test))
+        }
+        steps.append(ScanProgram.Step(action: action, pass: pass, fail: fail))
         return steps.count - 1
+    }
+
+    /// Keeps `test` alive with the program; returns its address.
+    private mutating func hold(_ test: AnyObject) -> UnsafeRawPointer {
+        tests.append(test)
+        return UnsafeRawPointer(Unmanaged.passUnretained(test).toOpaque())
+    }
+
+    private static func inPlace(_ kernel: FieldMatcher.Kernel) -> ScanProgram.Test {
+        switch kernel {
+        case .integers(let range): .integers(range)
+        case .closure(let test): .field(.init(test))
+        }
     }
 
     /// The test of a string-key condition: through an index on the key, or the property's place
@@ -206,8 +226,8 @@ private struct ScanCompiler<M: Model> {
                 })
         }
         let layout = PropertyLayout.of(M.self)
-        if let field = layout.fields[key], let test = FieldMatcher.make(field, condition) {
-            return .field(.init(test))
+        if let field = layout.fields[key], let kernel = FieldMatcher.make(field, condition) {
+            return Self.inPlace(kernel)
         }
         if let test = layout.matcher(for: path, condition) {  // through references
             return .path(.init(test))
