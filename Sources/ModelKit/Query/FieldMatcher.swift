@@ -20,20 +20,6 @@ import Foundation
     /// A test of the properties at an address.
     @usableFromInline typealias Test = (UnsafeRawPointer) -> Bool
 
-    /// A compiled test: an integer range, which a scan checks without a call, or a closure.
-    @usableFromInline enum Kernel {
-        case integers(IntegerRange)
-        case closure(Test)
-
-        /// The test as a closure, for a caller that runs it on its own.
-        var test: Test {
-            switch self {
-            case .integers(let range): { range.holds($0) }
-            case .closure(let test): test
-            }
-        }
-    }
-
     /// The test of a string-key condition on a located field, or `nil`.
     static func make(_ field: PropertyLayout.Field, _ condition: QueryCondition) -> Kernel? {
         guard condition.options.isEmpty else { return nil }
@@ -49,10 +35,10 @@ import Foundation
             return closure(ordered(op, doubles, place))
         case .string:
             guard let strings = strings(values) else { return nil }
-            return closure(text(op, strings, place))
+            return text(op, strings, place)
         case .strings:
             guard let strings = strings(values) else { return nil }
-            return closure(elements(op, strings, place))
+            return elements(op, strings, place)
         case .bool:
             guard let booleans = booleans(values) else { return nil }
             return closure(truth(op, booleans, place))
@@ -79,8 +65,8 @@ import Foundation
         if type == Int.self, let values = operands as? [Int] { return ranged(op, values, place) }
         if type == Int64.self, let values = operands as? [Int64] { return closure(ordered(op, values, place)) }
         if type == Double.self, let values = operands as? [Double] { return closure(ordered(op, values, place)) }
-        if type == String.self, let values = operands as? [String] { return closure(text(op, values, place)) }
-        if type == [String].self, let values = operands as? [String] { return closure(elements(op, values, place)) }
+        if type == String.self, let values = operands as? [String] { return text(op, values, place) }
+        if type == [String].self, let values = operands as? [String] { return elements(op, values, place) }
         if type == Bool.self, let values = operands as? [Bool] { return closure(truth(op, values, place)) }
         return nil
     }
@@ -127,21 +113,25 @@ import Foundation
     }
 
     /// String conditions: ordering and membership, and the substring conditions.
-    private static func text(_ op: QueryCondition.Operator, _ values: [String], _ place: Place) -> Test? {
+    private static func text(_ op: QueryCondition.Operator, _ values: [String], _ place: Place) -> Kernel? {
         switch op {
-        case .beginsWith: return place.reading(Prefix(prefix: values[0]))
-        case .endsWith: return place.reading(Suffix(suffix: values[0]))
-        case .contains: return place.reading(Containing(needle: values[0]))
-        default: return ordered(op, values, place)
+        case .equal, .notEqual: return .text(TextEquality(place, values[0], negated: op == .notEqual))
+        case .beginsWith: return .closure(place.reading(Prefix(prefix: values[0])))
+        case .endsWith: return .closure(place.reading(Suffix(suffix: values[0])))
+        case .contains: return .closure(place.reading(Containing(needle: values[0])))
+        default: return closure(ordered(op, values, place))
         }
     }
 
     /// Membership conditions on a string array.
-    private static func elements(_ op: QueryCondition.Operator, _ values: [String], _ place: Place) -> Test? {
+    private static func elements(_ op: QueryCondition.Operator, _ values: [String], _ place: Place) -> Kernel? {
         switch op {
-        case .contains, .containsAll: return place.reading(Elements(wanted: values, all: true))
-        case .containsAny: return place.reading(Elements(wanted: values, all: false))
-        default: return nil
+        case .contains, .containsAll, .containsAny:
+            // Every one, or any one, of one element: that element is in the array.
+            if values.count == 1 { return .element(ElementMembership(place, values[0])) }
+            return .closure(place.reading(Elements(wanted: values, all: op != .containsAny)))
+        default:
+            return nil
         }
     }
 
@@ -195,28 +185,6 @@ import Foundation
             result.append(string)
         }
         return result
-    }
-}
-
-/// An `Int` property within `lower ... upper` (outside it when `negated`; the range is empty when
-/// `lower > upper`). A nil optional answers `nilMatches`.
-@usableFromInline struct IntegerRange {
-    let offset: Int
-    let optional: Bool
-    let nilMatches: Bool
-    let lower: Int
-    let upper: Int
-    let negated: Bool
-
-    @inline(__always) func holds(_ base: UnsafeRawPointer) -> Bool {
-        let value: Int
-        if optional {
-            guard let present = base.load(fromByteOffset: offset, as: Int?.self) else { return nilMatches }
-            value = present
-        } else {
-            value = base.load(fromByteOffset: offset, as: Int.self)
-        }
-        return (lower <= value && value <= upper) != negated
     }
 }
 
@@ -306,14 +274,12 @@ private struct Containing: ValuePredicate {
     func holds(_ value: String) -> Bool { needle.isEmpty || value.contains(needle) }
 }
 
-/// Every one (`all`) or any one of `wanted` is an element of the array: `CONTAINS` is
-/// `CONTAINSALL` of one element.
+/// Every one (`all`) or any one of `wanted` is an element of the array.
 private struct Elements: ValuePredicate {
     let wanted: [String]
     let all: Bool
     func holds(_ value: [String]) -> Bool {
-        if wanted.count == 1 { return value.contains(wanted[0]) }
-        return all ? wanted.allSatisfy { value.contains($0) } : wanted.contains { value.contains($0) }
+        all ? wanted.allSatisfy { value.contains($0) } : wanted.contains { value.contains($0) }
     }
 }
 

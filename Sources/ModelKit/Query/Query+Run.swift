@@ -20,9 +20,7 @@ extension Query {
     ///
     /// - Complexity: O(n) in the number of models of the type in the context.
     public func count() throws(QueryError) -> Int {
-        var count = 0
-        _ = try scan { _ in count += 1 }
-        return count
+        try scan(collecting: false).count
     }
 
     /// The first matching model in the query's order (after `offset`), or `nil`.
@@ -43,20 +41,12 @@ extension Query {
     // MARK: - Internals
 
     private func matches() throws(QueryError) -> [M] {
-        var positions: [Int] = []
-        let candidates = try scan { positions.append($0) }
-        if positions.count == candidates.count { return candidates }  // all of them, in order
-        // Collected here rather than by the scan's callback: appending to an array of a generic
-        // type in a closure looked up the array type's metadata for every match.
-        var matches: [M] = []
-        matches.reserveCapacity(positions.count)
-        for position in positions { matches.append(candidates[position]) }
-        return matches
+        try scan(collecting: true).matches
     }
 
-    /// Calls `body` with the position of each model that matches among the candidates (the
-    /// models of the type, or those an index gives), and returns the candidates.
-    private func scan(_ body: (Int) -> Void) throws(QueryError) -> [M] {
+    /// How many of the candidates (the models of the type, or those an index gives) match, and
+    /// with `collecting`, those that do, in order.
+    private func scan(collecting: Bool) throws(QueryError) -> (count: Int, matches: [M]) {
         try guarded {
             let node = predicate.node
             let template = ModelPredicate<M>.Node.template
@@ -67,21 +57,39 @@ extension Query {
             // decides for each candidate exactly as a scan would.
             let (candidates, indexes) = Self.candidates(for: node, in: context)
             let models = candidates ?? context.models(of: M.self)
-            if case .always = node {
-                models.indices.forEach(body)
-                return models
-            }
+            if case .always = node { return (models.count, collecting ? models : []) }
             let program = ScanProgram(node, reader: PropertyValues<M>(), indexes: indexes)
-            try models.withUnsafeBufferPointer { buffer in
+            return try models.withUnsafeBufferPointer { buffer in
                 // The models as the class references they are, unretained: a model copied out of
                 // the buffer (as a generic loop copies it) is retained and released, which cost
                 // more than deciding it.
                 try buffer.withMemoryRebound(to: Unmanaged<AnyObject>.self) { objects in
-                    try program.forEachMatch(in: objects, body)
+                    try Self.scan(objects, program, collecting: collecting)
                 }
             }
-            return models
         }
+    }
+
+    /// The models are decided a batch at a time, and a batch's matches collected right after it:
+    /// while they are still in the cache (collecting retains each), and in a loop of this generic
+    /// function, which looks up the result array's type once per batch, not once per match.
+    private static func scan(_ objects: UnsafeBufferPointer<Unmanaged<AnyObject>>, _ program: ScanProgram, collecting: Bool)
+        throws -> (count: Int, matches: [M])
+    {
+        let batch = 512
+        var count = 0
+        var matches: [M] = []
+        var positions: [Int] = []
+        positions.reserveCapacity(batch)
+        for start in stride(from: 0, to: objects.count, by: batch) {
+            positions.removeAll(keepingCapacity: true)
+            let models = UnsafeBufferPointer(rebasing: objects[start..<min(start + batch, objects.count)])
+            try program.forEachMatch(in: models) { positions.append(start + $0) }
+            count += positions.count
+            guard collecting else { continue }
+            for position in positions { matches.append(unsafeDowncast(objects[position].takeUnretainedValue(), to: M.self)) }
+        }
+        return (count, matches)
     }
 
     /// The candidates an index gives for `node`, or `nil` when no index applies (scan), and the

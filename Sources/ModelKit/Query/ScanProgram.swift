@@ -6,17 +6,16 @@ import Foundation
 // steps that read the model's properties in place run in one opening of the properties, so a
 // model costs one walk over one pointer, not one opening per condition.
 
-/// Opens a model's properties for reading in place: calls a body with their address and returns
-/// what it returns (the step a scan goes on with).
+/// Opens a model's properties and runs the in-place steps of a scan on them.
 @usableFromInline struct PropertiesOpener {
-    @usableFromInline let open: (AnyObject, (UnsafeRawPointer) throws -> Int) throws -> Int
+    @usableFromInline let open: (AnyObject, ScanProgram.InPlaceRun) throws -> Int
 
     /// The opener of `M`'s properties. Made in inlinable code, where `M` is a concrete type, it
-    /// compiles to a few loads; made in the library's generic code (for string keys), it reads the
-    /// model's storage through the protocol.
+    /// compiles to a few loads and a direct call of the run; made in the library's generic code
+    /// (for string keys), it reads the model's storage through the protocol.
     @inlinable init<M: Model>(_ type: M.Type) {
         // Only ever given models of type `M` (the scan of `M` the opener was made for).
-        open = { model, body in try unsafeDowncast(model, to: M.self).storage.box.withValuesPointer(body) }
+        open = { model, run in try unsafeDowncast(model, to: M.self).storage.box.withValuesPointer { try run.steps(on: $0) } }
     }
 }
 
@@ -26,7 +25,7 @@ import Foundation
 /// and its steps are plain values: an integer range, checked inline, or a test object referred
 /// to unretained (the program holds the tests). Calling a closure loaded from an array retains
 /// and releases its context around each call, which cost as much as the test.
-struct ScanProgram {
+@usableFromInline struct ScanProgram {
     /// A test of the properties in place (see `FieldMatcher`).
     final class FieldTest {
         let test: FieldMatcher.Test
@@ -50,6 +49,8 @@ struct ScanProgram {
     /// A test as the compiler makes it.
     enum Test {
         case integers(IntegerRange)
+        case text(TextEquality)
+        case element(ElementMembership)
         case field(FieldTest)
         case path(PathTest)
         case model(ModelTest)
@@ -59,6 +60,8 @@ struct ScanProgram {
         /// The test, with the address of its object for the kinds that have one.
         enum Action {
             case integers(IntegerRange)
+            case text(UnsafeRawPointer)
+            case element(UnsafeRawPointer)
             case field(UnsafeRawPointer)
             case path(UnsafeRawPointer)
             case model(UnsafeRawPointer)
@@ -116,32 +119,40 @@ struct ScanProgram {
                 at = passed ? step.pass : step.fail
                 continue
             }
-            let start = at
-            let context = lookupContext?(model)
-            at = try opener.open(model) { base in try Self.runInPlace(steps, from: start, base, context) }
+            at = try opener.open(model, InPlaceRun(steps: steps, start: at, context: lookupContext?(model)))
         }
         return at == Self.accept
     }
 
-    /// Runs the steps that read the properties at `base`, from `start` to the first that doesn't
-    /// (which it returns) or to the end (``accept`` or ``reject``).
-    private static func runInPlace(
-        _ steps: UnsafeBufferPointer<Step>, from start: Int, _ base: UnsafeRawPointer, _ context: ModelContext?
-    ) throws -> Int {
-        var at = start
-        while at >= 0 {
-            let step = steps[at]
-            let passed: Bool
-            switch step.action {
-            case .integers(let range): passed = range.holds(base)
-            case .field(let test): passed = Unmanaged<FieldTest>.fromOpaque(test)._withUnsafeGuaranteedRef { $0.test(base) }
-            case .path(let test):
-                passed = try Unmanaged<PathTest>.fromOpaque(test)._withUnsafeGuaranteedRef { try $0.test(base, context) }
-            case .model: return at
+    /// The steps that read a model's properties in place, from `start` to the first that doesn't.
+    @usableFromInline struct InPlaceRun {
+        let steps: UnsafeBufferPointer<Step>
+        let start: Int
+        /// The model's context, for steps that follow references.
+        let context: ModelContext?
+
+        /// Runs the steps on the properties at `base`; returns the first step that doesn't read
+        /// them, or ``accept`` or ``reject``. Not inlinable: the opener calls it directly.
+        @usableFromInline func steps(on base: UnsafeRawPointer) throws -> Int {
+            var at = start
+            while at >= 0 {
+                let step = steps[at]
+                let passed: Bool
+                switch step.action {
+                case .integers(let range): passed = range.holds(base)
+                case .text(let test):
+                    passed = Unmanaged<TextEquality>.fromOpaque(test)._withUnsafeGuaranteedRef { $0.holds(base) }
+                case .element(let test):
+                    passed = Unmanaged<ElementMembership>.fromOpaque(test)._withUnsafeGuaranteedRef { $0.holds(base) }
+                case .field(let test): passed = Unmanaged<FieldTest>.fromOpaque(test)._withUnsafeGuaranteedRef { $0.test(base) }
+                case .path(let test):
+                    passed = try Unmanaged<PathTest>.fromOpaque(test)._withUnsafeGuaranteedRef { try $0.test(base, context) }
+                case .model: return at
+                }
+                at = passed ? step.pass : step.fail
             }
-            at = passed ? step.pass : step.fail
+            return at
         }
-        return at
     }
 }
 
@@ -191,6 +202,8 @@ private struct ScanCompiler<M: Model> {
         let action: ScanProgram.Step.Action
         switch test {
         case .integers(let range): action = .integers(range)
+        case .text(let test): action = .text(hold(test))
+        case .element(let test): action = .element(hold(test))
         case .field(let test): action = .field(hold(test))
         case .path(let test):
             action = .path(hold(test))
@@ -210,6 +223,8 @@ private struct ScanCompiler<M: Model> {
     private static func inPlace(_ kernel: FieldMatcher.Kernel) -> ScanProgram.Test {
         switch kernel {
         case .integers(let range): .integers(range)
+        case .text(let equality): .text(equality)
+        case .element(let membership): .element(membership)
         case .closure(let test): .field(.init(test))
         }
     }
