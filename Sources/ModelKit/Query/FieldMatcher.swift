@@ -11,11 +11,12 @@ import Foundation
 /// key-path condition given as an operator and operands (see ``Condition``), so that a scan runs
 /// the same tests whichever form asked.
 ///
-/// An integer compared with integers is a range check a scan makes itself (see ``Kernel``). Any
-/// other test is one closure in which the comparison is inlined (the comparisons are structs, not
-/// closures, so the generic `reading` specializes around each), and it borrows the property where
-/// it lies: a string or an array is compared in place, not copied (a copy retains and releases its
-/// storage, which cost more than the comparison).
+/// An integer against integers, a string equal to a string and a string array holding a string
+/// are tests a scan makes itself (see ``Kernel``). Any other test is one closure in which the
+/// comparison is inlined (the comparisons are structs, not closures, so the generic `reading`
+/// specializes around each). Both borrow the property where it lies: a string or an array is
+/// compared in place, not copied (a copy retains and releases its storage, which cost more than
+/// the comparison).
 @usableFromInline enum FieldMatcher {
     /// A test of the properties at an address.
     @usableFromInline typealias Test = (UnsafeRawPointer) -> Bool

@@ -11,15 +11,18 @@ import ModelKitShims
 @usableFromInline struct PropertiesOpener {
     @usableFromInline let open: (AnyObject, ScanProgram.InPlaceRun) throws -> Int
     /// The address of the object that holds a model's properties: only ever a prefetch hint.
-    @usableFromInline let holder: (AnyObject) -> UnsafeRawPointer
+    @usableFromInline let holder: ((AnyObject) -> UnsafeRawPointer)?
 
     /// The opener of `M`'s properties. Made in inlinable code, where `M` is a concrete type, it
     /// compiles to a few loads and a direct call of the run; made in the library's generic code
-    /// (for string keys), it reads the model's storage through the protocol.
-    @inlinable init<M: Model>(_ type: M.Type) {
+    /// (for string keys), it reads the model's storage through the protocol, which costs more
+    /// than a prefetch could save: then `findsHolders` is false.
+    @inlinable init<M: Model>(_ type: M.Type, findsHolders: Bool = true) {
         // Only ever given models of type `M` (the scan of `M` the opener was made for).
         open = { model, run in try unsafeDowncast(model, to: M.self).storage.box.withValuesPointer { try run.steps(on: $0) } }
-        holder = { UnsafeRawPointer(Unmanaged.passUnretained(unsafeDowncast($0, to: M.self).storage.box).toOpaque()) }
+        holder =
+            findsHolders
+            ? { UnsafeRawPointer(Unmanaged.passUnretained(unsafeDowncast($0, to: M.self).storage.box).toOpaque()) } : nil
     }
 }
 
@@ -96,7 +99,7 @@ import ModelKitShims
         entry = compiler.emit(node, pass: Self.accept, fail: Self.reject)
         steps = compiler.steps
         tests = compiler.tests
-        opener = compiler.opener ?? PropertiesOpener(M.self)
+        opener = compiler.opener ?? PropertiesOpener(M.self, findsHolders: false)
         lookupContext = compiler.followsReferences ? { unsafeDowncast($0, to: M.self).storage.lookupContext } : nil
     }
 
@@ -108,17 +111,17 @@ import ModelKitShims
     /// it needs them (a prefetch, which doesn't wait): the model 16 places ahead and, for a
     /// predicate of more than one test, the properties of the model 8 places ahead, whose object
     /// has arrived by then. For a single test, finding the properties early cost about what it
-    /// saved.
+    /// saved (and through the protocol, for string keys only, more than it saves).
     func forEachMatch(in models: UnsafeBufferPointer<Unmanaged<AnyObject>>, _ body: (Int) -> Void) throws {
         try steps.withUnsafeBufferPointer { steps in
             let count = models.count
-            let prefetchesProperties = steps.count > 1
+            let holder = steps.count > 1 ? opener.holder : nil
             for index in models.indices {
                 if index + 16 < count { modelkit_prefetch(models[index + 16].toOpaque()) }
-                if prefetchesProperties, index + 8 < count {
-                    let holder = models[index + 8]._withUnsafeGuaranteedRef { opener.holder($0) }
-                    modelkit_prefetch(holder)
-                    modelkit_prefetch(holder + 64)
+                if let holder, index + 8 < count {
+                    let address = models[index + 8]._withUnsafeGuaranteedRef { holder($0) }
+                    modelkit_prefetch(address)
+                    modelkit_prefetch(address + 64)
                 }
                 if try models[index]._withUnsafeGuaranteedRef({ try matches($0, steps) }) { body(index) }
             }
