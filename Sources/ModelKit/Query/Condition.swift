@@ -24,6 +24,24 @@ public struct Condition<Value> {
     /// Whether a nil optional property satisfies the condition: what the string-key form answers
     /// for nil (see `ModelPredicate.where` on optionals).
     @usableFromInline var matchesNil = false
+    /// The condition as an operator and its operands, for the plain conditions the string-key form
+    /// also has (no string options, not combined): a scan compiles those to the test the string-key
+    /// condition compiles to, which reads the property in place (see `FieldMatcher`), instead of
+    /// calling `test` on a copy of it.
+    @usableFromInline var operation: Operation?
+
+    /// An operator and its operands: an array of values of the property's type, or of its element
+    /// type for the array conditions. The array is kept whole, not as an array of `Any`, so that
+    /// it is not boxed value by value (a condition may have thousands of values).
+    @usableFromInline struct Operation {
+        @usableFromInline let op: QueryCondition.Operator
+        @usableFromInline let operands: Any
+
+        @inlinable init<Operand>(_ op: QueryCondition.Operator, _ operands: [Operand]) {
+            self.op = op
+            self.operands = operands
+        }
+    }
 
     /// A condition that runs `test` on the property's value. On an optional property, it doesn't
     /// match nil.
@@ -32,10 +50,13 @@ public struct Condition<Value> {
         self.test = test
     }
 
-    @inlinable init(plan: IndexPlan<Value>?, matchesNil: Bool = false, _ test: @escaping (Value) -> Bool) {
+    @inlinable init(
+        plan: IndexPlan<Value>?, matchesNil: Bool = false, operation: Operation? = nil, _ test: @escaping (Value) -> Bool
+    ) {
         self.test = test
         self.plan = plan
         self.matchesNil = matchesNil
+        self.operation = operation
     }
 
     /// Both conditions hold.
@@ -56,19 +77,25 @@ public struct Condition<Value> {
 
 extension Condition where Value: Equatable {
     /// The property equals `value`.
-    @inlinable public static func equals(_ value: Value) -> Self { Self(plan: .equals(value)) { $0 == value } }
+    @inlinable public static func equals(_ value: Value) -> Self {
+        Self(plan: .equals(value), operation: Operation(.equal, [value])) { $0 == value }
+    }
 
     /// The property differs from `value`. On an optional property, nil differs from every value.
-    @inlinable public static func notEquals(_ value: Value) -> Self { Self(plan: nil, matchesNil: true) { $0 != value } }
+    @inlinable public static func notEquals(_ value: Value) -> Self {
+        Self(plan: nil, matchesNil: true, operation: Operation(.notEqual, [value])) { $0 != value }
+    }
 
     /// The property equals one of `values`.
     ///
     /// - Complexity: O(*k*) per model for *k* values (O(1) when the values are `Hashable`).
-    @inlinable public static func `in`(_ values: [Value]) -> Self { Self(plan: .oneOf(values)) { values.contains($0) } }
+    @inlinable public static func `in`(_ values: [Value]) -> Self {
+        Self(plan: .oneOf(values), operation: Operation(.in, values)) { values.contains($0) }
+    }
 
     /// The property equals none of `values`. On an optional property, nil equals none of them.
     @inlinable public static func notIn(_ values: [Value]) -> Self {
-        Self(plan: nil, matchesNil: true) { !values.contains($0) }
+        Self(plan: nil, matchesNil: true, operation: Operation(.notIn, values)) { !values.contains($0) }
     }
 }
 
@@ -76,52 +103,79 @@ extension Condition where Value: Hashable {
     /// The property equals one of `values`, looked up in a set.
     @inlinable public static func `in`(_ values: [Value]) -> Self {
         let set = Set(values)
-        return Self(plan: .oneOf(values)) { set.contains($0) }
+        return Self(plan: .oneOf(values), operation: Operation(.in, values)) { set.contains($0) }
     }
 
     /// The property equals none of `values`, looked up in a set. On an optional property, nil
     /// equals none of them.
     @inlinable public static func notIn(_ values: [Value]) -> Self {
         let set = Set(values)
-        return Self(plan: nil, matchesNil: true) { !set.contains($0) }
+        return Self(plan: nil, matchesNil: true, operation: Operation(.notIn, values)) { !set.contains($0) }
     }
 }
 
 extension Condition where Value: Comparable {
     @inlinable public static func greaterThan(_ value: Value) -> Self {
-        Self(plan: .range(lower: value, lowerInclusive: false, upper: nil, upperInclusive: false)) { $0 > value }
+        Self(
+            plan: .range(lower: value, lowerInclusive: false, upper: nil, upperInclusive: false),
+            operation: Operation(.greater, [value])
+        ) {
+            $0 > value
+        }
     }
 
     @inlinable public static func greaterThanOrEqual(_ value: Value) -> Self {
-        Self(plan: .range(lower: value, lowerInclusive: true, upper: nil, upperInclusive: false)) { $0 >= value }
+        Self(
+            plan: .range(lower: value, lowerInclusive: true, upper: nil, upperInclusive: false),
+            operation: Operation(.greaterOrEqual, [value])
+        ) {
+            $0 >= value
+        }
     }
 
     @inlinable public static func lessThan(_ value: Value) -> Self {
-        Self(plan: .range(lower: nil, lowerInclusive: false, upper: value, upperInclusive: false)) { $0 < value }
+        Self(
+            plan: .range(lower: nil, lowerInclusive: false, upper: value, upperInclusive: false),
+            operation: Operation(.less, [value])
+        ) {
+            $0 < value
+        }
     }
 
     @inlinable public static func lessThanOrEqual(_ value: Value) -> Self {
-        Self(plan: .range(lower: nil, lowerInclusive: false, upper: value, upperInclusive: true)) { $0 <= value }
+        Self(
+            plan: .range(lower: nil, lowerInclusive: false, upper: value, upperInclusive: true),
+            operation: Operation(.lessOrEqual, [value])
+        ) {
+            $0 <= value
+        }
     }
 
     /// `lower <= property <= upper`: both bounds are included. An empty range (`lower > upper`)
     /// matches nothing.
     @inlinable public static func between(_ lower: Value, _ upper: Value) -> Self {
-        Self(plan: .range(lower: lower, lowerInclusive: true, upper: upper, upperInclusive: true)) { lower <= $0 && $0 <= upper }
+        Self(
+            plan: .range(lower: lower, lowerInclusive: true, upper: upper, upperInclusive: true),
+            operation: Operation(.between, [lower, upper])
+        ) { lower <= $0 && $0 <= upper }
     }
 }
 
 extension Condition where Value == String {
     /// The property begins with `prefix`.
     public static func beginsWith(_ prefix: String, options: StringOptions = []) -> Self {
-        guard !options.isEmpty else { return Self(plan: .prefix(prefix)) { $0.hasPrefix(prefix) } }
+        guard !options.isEmpty else {
+            return Self(plan: .prefix(prefix), operation: Operation(.beginsWith, [prefix])) { $0.hasPrefix(prefix) }
+        }
         let folded = prefix.folded(options)
         return Self { $0.folded(options).hasPrefix(folded) }
     }
 
     /// The property ends with `suffix`.
     public static func endsWith(_ suffix: String, options: StringOptions = []) -> Self {
-        guard !options.isEmpty else { return Self { $0.hasSuffix(suffix) } }
+        guard !options.isEmpty else {
+            return Self(plan: nil, operation: Operation(.endsWith, [suffix])) { $0.hasSuffix(suffix) }
+        }
         let folded = suffix.folded(options)
         return Self { $0.folded(options).hasSuffix(folded) }
     }
@@ -129,6 +183,9 @@ extension Condition where Value == String {
     /// The property contains `substring` (the seed's "like"). The empty string is in every string.
     public static func contains(_ substring: String, options: StringOptions = []) -> Self {
         guard !substring.isEmpty else { return Self { _ in true } }
+        guard !options.isEmpty else {
+            return Self(plan: nil, operation: Operation(.contains, [substring])) { $0.contains(substring) }
+        }
         let folded = substring.folded(options)
         return Self { $0.folded(options).contains(folded) }
     }
@@ -210,16 +267,18 @@ extension Condition where Value == String {
 
 extension Condition where Value: Sequence, Value.Element: Equatable {
     /// The array property has `element` as an element.
-    @inlinable public static func contains(_ element: Value.Element) -> Self { Self { $0.contains(element) } }
+    @inlinable public static func contains(_ element: Value.Element) -> Self {
+        Self(plan: nil, operation: Operation(.contains, [element])) { $0.contains(element) }
+    }
 
     /// The array property has every one of `elements`.
     @inlinable public static func containsAll(_ elements: [Value.Element]) -> Self {
-        Self { value in elements.allSatisfy { value.contains($0) } }
+        Self(plan: nil, operation: Operation(.containsAll, elements)) { value in elements.allSatisfy { value.contains($0) } }
     }
 
     /// The array property has at least one of `elements`.
     @inlinable public static func containsAny(_ elements: [Value.Element]) -> Self {
-        Self { value in elements.contains { value.contains($0) } }
+        Self(plan: nil, operation: Operation(.containsAny, elements)) { value in elements.contains { value.contains($0) } }
     }
 }
 

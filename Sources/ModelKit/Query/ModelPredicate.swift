@@ -18,6 +18,11 @@ public struct ModelPredicate<M: Model> {
         /// A condition on a model's properties, through a key path, and how an index could
         /// answer it.
         case typed((M) -> Bool, IndexProbe<M>?)
+        /// A condition on a stored property, read where it lies in the properties (see
+        /// `ScanProgram`), and how an index could answer it. The opener is made where the model
+        /// type is known, so that opening a model's properties costs a few loads, not a call
+        /// through the protocol.
+        case inPlace(FieldMatcher.Kernel, IndexProbe<M>?, PropertiesOpener)
         /// A condition on the value at a string key (a dotted path).
         case keyed(path: [String], condition: QueryCondition)
         /// A predicate on the models a reference property leads to: a maker of the test (one per
@@ -142,13 +147,22 @@ public struct ModelPredicate<M: Model> {
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value>, _ condition: Condition<Value>) -> Self {
         let test = condition.test
         let probe = condition.plan.map { IndexProbe<M>(keyPath: keyPath, plan: $0) }
-        // A key path to a stored property (also nested) is read at its offset: applying a key
-        // path at run time costs more than the rest of the condition.
+        // A key path to a stored property (also nested) is read at its offset, in the one pass a
+        // scan makes over a model's properties for all such conditions: applying a key path at
+        // run time costs more than the rest of the condition. A plain condition compiles to the
+        // test its string-key form has; any other calls `test` on the property where it lies.
         if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
+            // Not `flatMap` and `??`: through their generic parameters, the test would be wrapped
+            // in a thunk, one more call per model.
+            if let operation = condition.operation,
+                let read = FieldMatcher.make(Value.self, at: offset, optional: false, operation)
+            {
+                return Self(.inPlace(read, probe, PropertiesOpener(M.self)))
+            }
             return Self(
-                .typed(
-                    { model in model.storage.box.withValuesPointer { test($0.load(fromByteOffset: offset, as: Value.self)) } },
-                    probe))
+                .inPlace(
+                    .closure { base in test(base.advanced(by: offset).assumingMemoryBound(to: Value.self).pointee) }, probe,
+                    PropertiesOpener(M.self)))
         }
         return Self(.typed({ test($0.storage.values[keyPath: keyPath]) }, probe))
     }
@@ -165,14 +179,21 @@ public struct ModelPredicate<M: Model> {
         let test = condition.test
         let matchesNil = condition.matchesNil
         if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
+            // The compiled test answers nil as `matchesNil` does: only `notEquals` and `notIn` have
+            // an operation that matches nil.
+            if let operation = condition.operation,
+                let read = FieldMatcher.make(Value.self, at: offset, optional: true, operation)
+            {
+                return Self(.inPlace(read, nil, PropertiesOpener(M.self)))
+            }
             return Self(
-                .typed(
-                    { model in
-                        model.storage.box.withValuesPointer { pointer in
-                            guard let value = pointer.load(fromByteOffset: offset, as: Value?.self) else { return matchesNil }
-                            return test(value)
+                .inPlace(
+                    .closure { base in
+                        guard let value = base.advanced(by: offset).assumingMemoryBound(to: Value?.self).pointee else {
+                            return matchesNil
                         }
-                    }, nil))
+                        return test(value)
+                    }, nil, PropertiesOpener(M.self)))
         }
         return Self(
             .typed(
@@ -227,8 +248,8 @@ public struct ModelPredicate<M: Model> {
         return Self(
             .related(
                 make: {
-                    let test = node.compiled(reader: PropertyValues<Target>())
-                    return { model in try matches(model, test) }
+                    let program = ScanProgram(node, reader: PropertyValues<Target>(), indexes: [])
+                    return { model in try matches(model) { try program.matches($0) } }
                 }, validate: { try node.validate(Target.self) }))
     }
 
@@ -285,7 +306,7 @@ extension ModelPredicate.Node {
     var depth: Int {
         switch self {
         case .always: 0
-        case .typed, .keyed, .related: 1
+        case .typed, .inPlace, .keyed, .related: 1
         case .tooDeep: ModelPredicate<M>.maximumNesting + 1
         case .and(let nodes), .or(let nodes): 1 + nodes.reduce(0) { max($0, $1.depth) }
         case .not(let node): 1 + node.depth
@@ -312,7 +333,7 @@ extension ModelPredicate.Node {
                 found: "deeper nesting")
         }
         switch self {
-        case .always, .typed: return
+        case .always, .typed, .inPlace: return
         case .tooDeep:
             throw QueryError(
                 .invalidCondition, modelName: modelName,
@@ -340,64 +361,6 @@ extension ModelPredicate.Node {
             if value != .null {
                 _ = try condition.matches(value, key: path.joined(separator: "."), modelName: modelName)
             }
-        }
-    }
-}
-
-extension ModelPredicate.Node {
-    /// The predicate as one closure, built once per run: the loop over the models then only
-    /// calls it, with no tree walk and no generic metadata to look up per model.
-    func compiled(reader: PropertyValues<M>, indexes: [any MaintainedIndex<M>] = []) -> (M) throws -> Bool {
-        switch self {
-        case .always:
-            return { _ in true }
-        case .tooDeep:
-            // Never run: checking the predicate throws first.
-            return { _ in false }
-        case .typed(let test, _):
-            return test
-        case .related(let make, _):
-            return make()
-        case .and(let nodes):
-            let parts = nodes.map { $0.compiled(reader: reader, indexes: indexes) }
-            return { model in
-                for part in parts where try !part(model) { return false }
-                return true
-            }
-        case .or(let nodes):
-            let parts = nodes.map { $0.compiled(reader: reader, indexes: indexes) }
-            return { model in
-                for part in parts where try part(model) { return true }
-                return false
-            }
-        case .not(let node):
-            let part = node.compiled(reader: reader, indexes: indexes)
-            return { try !part($0) }
-        case .keyed(let path, let condition):
-            let key = path.joined(separator: ".")
-            // An index on the key, or the property's place in memory, reads the property
-            // directly, without encoding the model.
-            if let index = indexes.first(where: { $0.key == key }) {
-                return { model in try condition.matches(index.queryValue(of: model), key: key, modelName: M.modelName) }
-            }
-            let layout = PropertyLayout.of(M.self)
-            if let field = layout.fields[key], let matcher = FieldMatcher.make(field, condition) {
-                return { model in model.storage.box.withValuesPointer(matcher) }
-            }
-            if let matcher = layout.matcher(for: path, condition) {  // through references
-                return { model in
-                    let storage = model.storage
-                    return storage.box.withValuesPointer { matcher($0, storage.lookupContext) }
-                }
-            }
-            if let read = layout.reader(for: path) {
-                return { model in
-                    let storage = model.storage
-                    return try condition.matches(
-                        storage.box.withValuesPointer { read($0, storage.lookupContext) }, key: key, modelName: M.modelName)
-                }
-            }
-            return { model in try condition.matches(reader.value(at: path, of: model), key: key, modelName: M.modelName) }
         }
     }
 }

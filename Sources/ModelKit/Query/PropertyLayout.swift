@@ -105,7 +105,7 @@ struct PropertyLayout: @unchecked Sendable {
     func matcher(for path: [String], _ condition: QueryCondition) -> ((UnsafeRawPointer, ModelContext?) -> Bool)? {
         // What a reference to no model answers: the condition on nil (which can't fail).
         guard let nilAnswer = try? condition.matches(.null, key: "", modelName: "") else { return nil }
-        return access(path, nilValue: nilAnswer) { FieldMatcher.make($0, condition) }
+        return access(path, nilValue: nilAnswer) { FieldMatcher.make($0, condition)?.test }
     }
 
     /// `leaf` applied to the field at `path`, directly or through to-one references (where a

@@ -20,9 +20,7 @@ extension Query {
     ///
     /// - Complexity: O(n) in the number of models of the type in the context.
     public func count() throws(QueryError) -> Int {
-        var count = 0
-        try scan { _ in count += 1 }
-        return count
+        try scan(collecting: false).count
     }
 
     /// The first matching model in the query's order (after `offset`), or `nil`.
@@ -43,12 +41,12 @@ extension Query {
     // MARK: - Internals
 
     private func matches() throws(QueryError) -> [M] {
-        var matches: [M] = []
-        try scan { matches.append($0) }
-        return matches
+        try scan(collecting: true).matches
     }
 
-    private func scan(_ body: (M) -> Void) throws(QueryError) {
+    /// How many of the candidates (the models of the type, or those an index gives) match, and
+    /// with `collecting`, those that do, in order.
+    private func scan(collecting: Bool) throws(QueryError) -> (count: Int, matches: [M]) {
         try guarded {
             let node = predicate.node
             let template = ModelPredicate<M>.Node.template
@@ -59,15 +57,39 @@ extension Query {
             // decides for each candidate exactly as a scan would.
             let (candidates, indexes) = Self.candidates(for: node, in: context)
             let models = candidates ?? context.models(of: M.self)
-            if case .always = node {
-                models.forEach(body)
-                return
-            }
-            let test = node.compiled(reader: PropertyValues<M>(), indexes: indexes)
-            try models.withUnsafeBufferPointer { buffer in
-                for index in buffer.indices where try test(buffer[index]) { body(buffer[index]) }
+            if case .always = node { return (models.count, collecting ? models : []) }
+            let program = ScanProgram(node, reader: PropertyValues<M>(), indexes: indexes)
+            return try models.withUnsafeBufferPointer { buffer in
+                // The models as the class references they are, unretained: a model copied out of
+                // the buffer (as a generic loop copies it) is retained and released, which cost
+                // more than deciding it.
+                try buffer.withMemoryRebound(to: Unmanaged<AnyObject>.self) { objects in
+                    try Self.scan(objects, program, collecting: collecting)
+                }
             }
         }
+    }
+
+    /// The models are decided a batch at a time, and a batch's matches collected right after it:
+    /// while they are still in the cache (collecting retains each), and in a loop of this generic
+    /// function, which looks up the result array's type once per batch, not once per match.
+    private static func scan(_ objects: UnsafeBufferPointer<Unmanaged<AnyObject>>, _ program: ScanProgram, collecting: Bool)
+        throws -> (count: Int, matches: [M])
+    {
+        let batch = 512
+        var count = 0
+        var matches: [M] = []
+        var positions: [Int] = []
+        positions.reserveCapacity(batch)
+        for start in stride(from: 0, to: objects.count, by: batch) {
+            positions.removeAll(keepingCapacity: true)
+            let models = UnsafeBufferPointer(rebasing: objects[start..<min(start + batch, objects.count)])
+            try program.forEachMatch(in: models) { positions.append(start + $0) }
+            count += positions.count
+            guard collecting else { continue }
+            for position in positions { matches.append(unsafeDowncast(objects[position].takeUnretainedValue(), to: M.self)) }
+        }
+        return (count, matches)
     }
 
     /// The candidates an index gives for `node`, or `nil` when no index applies (scan), and the
@@ -88,7 +110,7 @@ extension Query {
         switch node {
         case .always, .not, .related, .tooDeep:
             return nil
-        case .typed(_, let probe):
+        case .typed(_, let probe), .inPlace(_, let probe, _):
             return probe?.lookup(indexes)
         case .keyed(let path, let condition):
             let key = path.joined(separator: ".")

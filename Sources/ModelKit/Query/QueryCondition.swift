@@ -11,7 +11,7 @@ import Foundation
 ///
 /// For conditions checked by the compiler, use key paths and ``Condition`` instead.
 public struct QueryCondition: Sendable {
-    enum Operator: String, Sendable {
+    @usableFromInline enum Operator: String, Sendable {
         case equal = "=="
         case notEqual = "!="
         case greater = ">"

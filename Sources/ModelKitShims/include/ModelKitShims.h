@@ -38,4 +38,11 @@ static inline void modelkit_prefetch_for_writing(const void *address) {
     __builtin_prefetch(address, 1, 3);
 }
 
+/// Asks the processor to bring the cache line at `address` in, for reading, without waiting for
+/// it. Why: a query scan reads each model's object and then its properties, wherever the allocator
+/// put them; asked for a few models ahead, those reads overlap instead of each waiting for memory.
+static inline void modelkit_prefetch(const void *address) {
+    __builtin_prefetch(address, 0, 3);
+}
+
 #endif
