@@ -135,7 +135,11 @@ struct BinaryPlistDocument: TreeDocument {
     /// count read from the file drives loops and allocations, and a damaged one (2^62 members
     /// in a 200-byte file) must fail here, not after `count` steps.
     private func extent(_ node: Int) throws -> (count: Int, start: Int) {
-        let offset = offset(of: node)
+        try extent(at: offset(of: node))
+    }
+
+    /// ``extent(_:)`` of the object at byte `offset`.
+    private func extent(at offset: Int) throws -> (count: Int, start: Int) {
         let marker = bytes[offset]
         let low = Int(marker & 0x0F)
         var count = low
@@ -176,9 +180,19 @@ struct BinaryPlistDocument: TreeDocument {
 
     func count(of node: Int) throws -> Int { try extent(node).count }
 
+    /// The element count and the offset of the references of `node` when its marker's high
+    /// nibble is `kind` (0xA an array, 0xD a dictionary, whose key references come first),
+    /// else `nil`: the kind check and the extent with one look at the offset table.
+    @inline(__always) func container(_ node: Int, kind: UInt8) throws -> (count: Int, start: Int)? {
+        let offset = offset(of: node)
+        guard bytes[offset] >> 4 == kind else { return nil }
+        return try extent(at: offset)
+    }
+
     func startCursor(of node: Int) -> Int { 0 }
 
-    private func reference(at offset: Int) throws -> Int {
+    /// The object number at byte `offset` (an element of a container), checked.
+    @inline(__always) func reference(at offset: Int) throws -> Int {
         let object = readInt(at: offset, size: referenceSize)
         guard object >= 0, object < objectCount else {
             throw malformed(offset, "an object reference below \(objectCount)", "reference \(object)")
@@ -280,20 +294,20 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func string(_ node: Int) throws -> String {
-        let (count, _) = try extent(node)
+        let offset = offset(of: node)
+        let (count, start) = try extent(at: offset)
         // A long string is decoded once and shared by every use (a String is a reference to
         // its storage): a file that uses one many times costs its bytes once.
-        guard count >= DecodedSizeMeter.sharedSize else { return try decodeString(node) }
+        guard count >= DecodedSizeMeter.sharedSize else { return try decodeString(at: offset, count, start) }
         if let shared = meter._withUnsafeGuaranteedRef({ $0.strings[node] }) { return shared }
-        let text = try decodeString(node)
+        let text = try decodeString(at: offset, count, start)
         meter._withUnsafeGuaranteedRef { $0.strings[node] = text }
         return text
     }
 
-    private func decodeString(_ node: Int) throws -> String {
-        let offset = offset(of: node)
+    /// The string whose object is at byte `offset`, with its `extent`.
+    private func decodeString(at offset: Int, _ count: Int, _ start: Int) throws -> String {
         let marker = bytes[offset]
-        let (count, start) = try extent(node)
         if marker >> 4 == 0x5 {
             try check(start, count)
             let raw = UnsafeBufferPointer(rebasing: bytes[start..<(start + count)])
