@@ -201,8 +201,9 @@ struct BinaryPlistDocument: TreeDocument {
     }
 
     func next(in node: Int, cursor: inout Int) throws -> (key: Int, value: Int) {
-        let (count, start) = try extent(node)
-        let isObject = kind(of: node) == .object
+        let offset = offset(of: node)
+        let (count, start) = try extent(at: offset)
+        let isObject = bytes[offset] >> 4 == 0xD
         guard cursor < count else { throw malformed(start, "another element", "the end of the container") }
         let value = try reference(at: start + (isObject ? count + cursor : cursor) * referenceSize)
         let key = isObject ? try reference(at: start + cursor * referenceSize) : value
@@ -213,8 +214,9 @@ struct BinaryPlistDocument: TreeDocument {
     static var nodesAreShared: Bool { true }
 
     func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
-        let (count, start) = try extent(node)
-        let isObject = kind(of: node) == .object
+        let offset = offset(of: node)
+        let (count, start) = try extent(at: offset)
+        let isObject = bytes[offset] >> 4 == 0xD
         for index in 0..<count {
             let value = try reference(at: start + (isObject ? count + index : index) * referenceSize)
             let key = isObject ? try reference(at: start + index * referenceSize) : value
@@ -311,7 +313,7 @@ struct BinaryPlistDocument: TreeDocument {
         if marker >> 4 == 0x5 {
             try check(start, count)
             let raw = UnsafeBufferPointer(rebasing: bytes[start..<(start + count)])
-            if let bad = raw.firstIndex(where: { $0 >= 0x80 }) {
+            if !Self.isASCII(raw), let bad = raw.firstIndex(where: { $0 >= 0x80 }) {
                 throw malformed(start + bad, "ASCII text in an ASCII string", "byte 0x\(String(raw[bad], radix: 16))")
             }
             try charge(storage: count, at: offset)
@@ -328,11 +330,29 @@ struct BinaryPlistDocument: TreeDocument {
         return text
     }
 
+    /// Whether every byte is below 0x80, eight bytes at a time: every string of the file is
+    /// checked, and byte by byte the check took as long as making the string.
+    private static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var high: UInt64 = 0
+        var index = 0
+        while index + 8 <= bytes.count {
+            high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < bytes.count {
+            high |= UInt64(bytes[index])
+            index += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
     func stringEquals(_ node: Int, _ text: String) throws -> Bool {
         guard kind(of: node) == .string else { return false }
         let offset = offset(of: node)
         if bytes[offset] >> 4 == 0x5 {
-            let (count, start) = try extent(node)
+            let (count, start) = try extent(at: offset)
             var text = text
             return try text.withUTF8 { wanted in
                 guard wanted.count == count else { return false }
@@ -347,7 +367,7 @@ struct BinaryPlistDocument: TreeDocument {
         // Keys and tags are ASCII strings: compare the bytes without making a String.
         let offset = offset(of: node)
         guard bytes[offset] >> 4 == 0x5 else { return try stringEquals(node, text.description) }
-        let (count, start) = try extent(node)
+        let (count, start) = try extent(at: offset)
         guard count == text.utf8CodeUnitCount else { return false }
         try check(start, count)
         return count == 0 || memcmp(bytes.baseAddress! + start, text.utf8Start, count) == 0
@@ -384,7 +404,7 @@ struct BinaryPlistDocument: TreeDocument {
     func modelId(_ node: Int) throws -> ModelID? {
         let offset = offset(of: node)
         if bytes[offset] >> 4 == 0x5 {
-            let (count, start) = try extent(node)
+            let (count, start) = try extent(at: offset)
             try check(start, count)
             return ModelID.parse(UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
         }
