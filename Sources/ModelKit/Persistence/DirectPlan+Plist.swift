@@ -119,17 +119,23 @@ extension DirectModelArray {
     {
         guard let (count, start) = try document.container(node, kind: 0xA) else { return false }
         try document.charge(elements: count, of: node)
-        // A loop, not a closure per element: the closure looked up the array's generic type
-        // (a hash lookup in the runtime) at every element.
+        // Loops, not a closure per element: the closure looked up the array's generic type (a
+        // hash lookup in the runtime) at every element. The ids come first, each asking for its
+        // slot in the id table: resolved one after another, each waited for a memory read
+        // (the table is far larger than the cache); asked for together, those reads overlap.
+        let width = document.referenceSize
         var references: [ModelRef<Element>] = []
         references.reserveCapacity(count)
         for position in 0..<count {
-            let pointer = try document.reference(at: start + position * document.referenceSize)
-            if let id = loader.sharedPointerId(pointer, in: document, as: Element.self) {
-                references.append(ModelRef(id: id))
-            } else {
-                references.append(try loader.reference(to: pointer, in: document, as: Element.self, path: []))
-            }
+            let id = loader.unresolvedSharedPointerId(
+                try document.reference(at: start + position * width), in: document, as: Element.self)
+            if let id { loader.positions.prefetchForLookup(id) }
+            references.append(ModelRef(id: id))
+        }
+        for position in 0..<count {
+            if let id = references[position].id, loader.resolvedTarget(id, as: Element.self) != nil { continue }
+            let pointer = try document.reference(at: start + position * width)
+            references[position] = try loader.reference(to: pointer, in: document, as: Element.self, path: [])
         }
         var array = ModelArray<Element>()
         array.references = references

@@ -64,10 +64,16 @@ extension GraphLoader {
     /// general reading decides.
     @inline(__always)
     func sharedPointerId<T: Model>(_ pointer: Int, in document: BinaryPlistDocument, as type: T.Type) -> ModelID? {
-        guard pointerKeys.nameType == ObjectIdentifier(T.self), let id = document.pointerId(pointer, matching: pointerKeys),
-            resolvedTarget(id, as: T.self) != nil
+        guard let id = unresolvedSharedPointerId(pointer, in: document, as: T.self), resolvedTarget(id, as: T.self) != nil
         else { return nil }
         return id
+    }
+
+    /// ``sharedPointerId(_:in:as:)`` without resolving the target.
+    @inline(__always)
+    func unresolvedSharedPointerId<T: Model>(_ pointer: Int, in document: BinaryPlistDocument, as type: T.Type) -> ModelID? {
+        guard pointerKeys.nameType == ObjectIdentifier(T.self) else { return nil }
+        return document.pointerId(pointer, matching: pointerKeys)
     }
 
     /// The instance for a pointer to `id` when it resolves without question: the id is in the

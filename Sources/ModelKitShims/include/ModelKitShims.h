@@ -38,4 +38,9 @@ static inline void modelkit_prefetch_for_writing(const void *address) {
     __builtin_prefetch(address, 1, 3);
 }
 
+/// `modelkit_prefetch_for_writing` for a line that will only be read (by any number of threads).
+static inline void modelkit_prefetch_for_reading(const void *address) {
+    __builtin_prefetch(address, 0, 3);
+}
+
 #endif
