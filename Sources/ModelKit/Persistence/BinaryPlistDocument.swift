@@ -52,7 +52,11 @@ struct BinaryPlistDocument: TreeDocument {
         objectCount = Int(objects)
         topObject = Int(top)
         tableOffset = Int(table)
-        // Check every offset once, so that reading a marker later needs no check.
+        // Check every offset once, so that reading a marker later needs no check. The usual
+        // widths are checked in one pass without a branch per offset (one by one, the check took
+        // about 1% of the profile samples of loading a 100k-post file); only a table that fails
+        // it is looked through for the first bad offset, to report it.
+        guard !allOffsetsInRange() else { return }
         for object in 0..<objectCount {
             let offset = self.offset(of: object)
             guard offset >= 8, offset < tableOffset else {
@@ -60,6 +64,29 @@ struct BinaryPlistDocument: TreeDocument {
                     .malformedInput, byteOffset: tableOffset + object * offsetSize,
                     expected: "an object offset inside the object area (8..<\(tableOffset))", found: "offset \(offset)")
             }
+        }
+    }
+
+    /// Whether every offset lies in the object area (`8..<tableOffset`); `false` also for a width
+    /// other than 1, 2, 4 or 8 bytes, whose offsets the caller checks one by one.
+    private func allOffsetsInRange() -> Bool {
+        let table = UnsafeRawPointer(bytes.baseAddress! + tableOffset)
+        // Less 8, an offset below 8 wraps around to a large unsigned value: one comparison of
+        // the largest against the area's size checks both ends.
+        func scan<Offset: FixedWidthInteger & UnsignedInteger>(_ type: Offset.Type) -> Bool {
+            var largest: UInt = 0
+            for object in 0..<objectCount {
+                let raw = table.loadUnaligned(fromByteOffset: object * MemoryLayout<Offset>.size, as: Offset.self)
+                largest = max(largest, UInt(truncatingIfNeeded: Offset(bigEndian: raw)) &- 8)
+            }
+            return largest < UInt(tableOffset - 8)
+        }
+        switch offsetSize {
+        case 1: return scan(UInt8.self)
+        case 2: return scan(UInt16.self)
+        case 4: return scan(UInt32.self)
+        case 8: return scan(UInt64.self)
+        default: return false
         }
     }
 
