@@ -58,6 +58,14 @@ struct ModelIDTable {
         ModelIDHashing.prefetch(id, in: slots, shift: shift)
     }
 
+    /// Starts bringing in the first slot where `id` goes, ahead of a lookup.
+    @inline(__always) func prefetchForLookup(_ id: ModelID) {
+        slots.withUnsafeBufferPointer {
+            modelkit_prefetch_for_reading(
+                $0.baseAddress! + ModelIDHashing.home(of: id, shift: shift, mask: $0.count - 1))
+        }
+    }
+
     /// The slot of `id`, if the table has it.
     ///
     /// - Complexity: O(1) on average.

@@ -2,19 +2,17 @@ import Foundation
 
 extension DirectPlan {
     /// Fills the properties at `base` (a new model's, holding its default values) from the
-    /// properties object `node`.
+    /// properties object `node` of a JSON tape (property lists have
+    /// ``fillPlist(_:from:in:loader:keyNodes:)``).
     ///
     /// Returns `false`, with the properties partly filled, whenever the data is anything but
     /// what the `Codable` path reads without error or fallback (a missing key, another type, an
     /// ISO date in another form, …): the caller then decodes them through `Codable`, which
     /// overwrites them all or reports the error. Unknown keys are skipped and the first of
     /// duplicate keys wins, as with `Codable`.
-    ///
-    /// `keyNodes` remembers, for documents whose nodes are shared, the node of each field's key
-    /// (-1 while unknown); it must have one entry per field.
-    func fill<D: TreeDocument>(
-        _ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader, keyNodes: inout [Int]
-    ) throws -> Bool {
+    func fill<D: TreeDocument>(_ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader) throws
+        -> Bool
+    {
         guard document.kind(of: node) == .object else { return false }
         let keys = self.keys
         var filled: UInt64 = 0
@@ -23,24 +21,19 @@ extension DirectPlan {
         var complete = true
         try document.forEach(in: node) { key, value in
             var found = -1
-            if D.nodesAreShared, let known = keyNodes.firstIndex(of: key) {
-                found = known
-            } else {
-                guard document.kind(of: key) == .string else {
-                    complete = false
-                    return false
-                }
-                if expected < keys.count, try document.stringEquals(key, keys[expected]) {
-                    found = expected
-                } else {
-                    for position in keys.indices where try document.stringEquals(key, keys[position]) {
-                        found = position
-                        break
-                    }
-                }
-                guard found >= 0 else { return true }
-                if D.nodesAreShared { keyNodes[found] = key }
+            guard document.kind(of: key) == .string else {
+                complete = false
+                return false
             }
+            if expected < keys.count, try document.stringEquals(key, keys[expected]) {
+                found = expected
+            } else {
+                for position in keys.indices where try document.stringEquals(key, keys[position]) {
+                    found = position
+                    break
+                }
+            }
+            guard found >= 0 else { return true }
             expected = found + 1
             let bit: UInt64 = 1 << UInt64(found)
             guard filled & bit == 0 else { return true }
@@ -64,16 +57,7 @@ extension DirectPlan {
             guard document.kind(of: node) == .integer, case .int(let number) = try document.number(node) else { return false }
             field.assumingMemoryBound(to: Int.self).pointee = Int(number)
         case .double:
-            let nodeKind = document.kind(of: node)
-            guard nodeKind == .integer || nodeKind == .real else { return false }
-            let value: Double
-            // Unreadable or out of range: the Codable path reports it, with the property's path.
-            guard let number = try? document.number(node) else { return false }
-            switch number {
-            case .int(let number): value = Double(number)
-            case .uint(let number): value = Double(number)
-            case .double(let number): value = number
-            }
+            guard let value = Self.double(node, document) else { return false }
             field.assumingMemoryBound(to: Double.self).pointee = value
         case .date:
             guard let date = try Self.date(node, document) else { return false }
@@ -97,6 +81,19 @@ extension DirectPlan {
             return try reference.assign(node, in: document, loader: loader, to: field)
         }
         return true
+    }
+
+    /// A number node as a `Double`, or `nil` for anything else.
+    static func double<D: TreeDocument>(_ node: Int, _ document: D) -> Double? {
+        let nodeKind = document.kind(of: node)
+        guard nodeKind == .integer || nodeKind == .real else { return nil }
+        // Unreadable or out of range: the Codable path reports it, with the property's path.
+        switch try? document.number(node) {
+        case .int(let number)?: return Double(number)
+        case .uint(let number)?: return Double(number)
+        case .double(let number)?: return number
+        case nil: return nil
+        }
     }
 
     /// A date as `TreeDecoder.date` reads the forms ModelKit writes: a native date, or a

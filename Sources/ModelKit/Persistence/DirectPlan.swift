@@ -200,6 +200,9 @@ protocol DirectReference: Sendable {
     /// not what the `Codable` path reads without error.
     func assign<D: TreeDocument>(_ node: Int, in document: D, loader: GraphLoader, to field: UnsafeMutableRawPointer) throws
         -> Bool
+    /// ``assign(_:in:loader:to:)`` for a binary property list (see `DirectPlan.fillPlist`).
+    func assignPlist(_ node: Int, in document: BinaryPlistDocument, loader: GraphLoader, to field: UnsafeMutableRawPointer)
+        throws -> Bool
 }
 
 /// Reference types that can hand the probe a value of their own, unique to one key.

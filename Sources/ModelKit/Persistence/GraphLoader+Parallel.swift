@@ -84,11 +84,18 @@ extension GraphLoader {
                 if let type = types[index] { made[index] = Self.make(type, id: headers[index].id) }
             }
         }
-        for index in 0..<count {
-            // Keeping writes the id's slot: a few ids ahead, those reads overlap.
-            let ahead = index + ModelIDHashing.prefetchDistance
-            if ahead < count { positions.prefetch(headers[ahead].id) }
-            if let type = types[index], let model = made[index] { keep(type, model, at: index) }
+        // Models of one type mostly come together: each run of them is kept by one call for
+        // their type, which looks up the generic types it uses once, not once per model.
+        var start = 0
+        while start < count {
+            guard let type = types[start] else {
+                start += 1
+                continue
+            }
+            var end = start + 1
+            while end < count, let next = types[end], ObjectIdentifier(next) == ObjectIdentifier(type) { end += 1 }
+            keep(type, UnsafeBufferPointer(made), start..<end)
+            start = end
         }
         return true
     }
@@ -100,8 +107,17 @@ extension GraphLoader {
         return Unmanaged.passRetained(model)
     }
 
-    private func keep<M: Model>(_ type: M.Type, _ model: Unmanaged<AnyObject>, at index: Int) {
-        keep(Unmanaged<M>.fromOpaque(model.toOpaque()).takeRetainedValue(), at: index)
+    /// Keeps the models workers made for `range`, all of type `M`, in their batch made large
+    /// enough for them at once (growing it copied it into newly faulted pages).
+    private func keep<M: Model>(_ type: M.Type, _ made: UnsafeBufferPointer<Unmanaged<AnyObject>?>, _ range: Range<Int>) {
+        if !isContextFree(M.self) { batch(for: M.self).reserveCapacity(adding: range.count) }
+        for index in range {
+            // Keeping writes the id's slot: a few ids ahead, those reads overlap.
+            let ahead = index + ModelIDHashing.prefetchDistance
+            if ahead < headers.count { positions.prefetch(headers[ahead].id) }
+            guard let model = made[index] else { continue }
+            keep(Unmanaged<M>.fromOpaque(model.toOpaque()).takeRetainedValue(), at: index)
+        }
     }
 
     /// Fills the model at `index` on a worker; `false` leaves it to the serial pass.

@@ -58,6 +58,24 @@ extension GraphLoader {
         return compactName.withUnsafeBytes(body)
     }
 
+    /// The target id of a pointer in a binary property list made of the same nodes as the
+    /// pointers to a `T` read before (see ``BinaryPlistDocument/pointerId(_:matching:)``), when
+    /// its target resolves without question (see ``resolvedTarget(_:as:)``); else `nil`, and the
+    /// general reading decides.
+    @inline(__always)
+    func sharedPointerId<T: Model>(_ pointer: Int, in document: BinaryPlistDocument, as type: T.Type) -> ModelID? {
+        guard let id = unresolvedSharedPointerId(pointer, in: document, as: T.self), resolvedTarget(id, as: T.self) != nil
+        else { return nil }
+        return id
+    }
+
+    /// ``sharedPointerId(_:in:as:)`` without resolving the target.
+    @inline(__always)
+    func unresolvedSharedPointerId<T: Model>(_ pointer: Int, in document: BinaryPlistDocument, as type: T.Type) -> ModelID? {
+        guard pointerKeys.nameType == ObjectIdentifier(T.self) else { return nil }
+        return document.pointerId(pointer, matching: pointerKeys)
+    }
+
     /// The instance for a pointer to `id` when it resolves without question: the id is in the
     /// data and belongs to a `T`. `nil` otherwise (the general path then says what is wrong).
     func resolvedTarget<T: Model>(_ id: ModelID, as type: T.Type) -> Unmanaged<T>? {

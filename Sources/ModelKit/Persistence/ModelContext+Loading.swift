@@ -35,6 +35,13 @@ extension ModelContext {
 
         var count: Int { models.count }
 
+        /// Makes room for `count` more models.
+        func reserveCapacity(adding count: Int) {
+            models.reserveCapacity(models.count + count)
+            ids.reserveCapacity(ids.count + count)
+            objectIds.reserveCapacity(objectIds.count + count)
+        }
+
         func append(_ model: consuming M, id: ModelID, objectId: String?) {
             models.append(model)
             ids.append(id)

@@ -251,8 +251,7 @@ final class JSONSource: ModelSource {
             return true
         }
         decodedObject = (handle, try tape.parse(at: handle))
-        var unused: [Int] = []
-        return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader, keyNodes: &unused)
+        return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader)
     }
 }
 
@@ -345,10 +344,10 @@ final class BinaryPlistSource: ModelSource {
             lastKeyNodes = keyNodes[key] ?? Array(repeating: -1, count: plan.keys.count)
             lastPlan = key
         }
-        return try plan.fill(base, from: handle, in: document, loader: loader, keyNodes: &lastKeyNodes)
+        return try plan.fillPlist(base, from: handle, in: document, loader: loader, keyNodes: &lastKeyNodes)
     }
 
-    /// The key nodes of each plan's fields (see ``DirectPlan/fill(_:from:in:loader:keyNodes:)``),
+    /// The key nodes of each plan's fields (see ``DirectPlan/fillPlist(_:from:in:loader:keyNodes:)``),
     /// those of the plan used last apart.
     @exclusivity(unchecked) private var keyNodes: [ObjectIdentifier: [Int]] = [:]
     @exclusivity(unchecked) private var lastPlan: ObjectIdentifier?

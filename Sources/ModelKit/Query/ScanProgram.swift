@@ -117,11 +117,11 @@ import ModelKitShims
             let count = models.count
             let holder = steps.count > 1 ? opener.holder : nil
             for index in models.indices {
-                if index + 16 < count { modelkit_prefetch(models[index + 16].toOpaque()) }
+                if index + 16 < count { modelkit_prefetch_for_reading(models[index + 16].toOpaque()) }
                 if let holder, index + 8 < count {
                     let address = models[index + 8]._withUnsafeGuaranteedRef { holder($0) }
-                    modelkit_prefetch(address)
-                    modelkit_prefetch(address + 64)
+                    modelkit_prefetch_for_reading(address)
+                    modelkit_prefetch_for_reading(address + 64)
                 }
                 if try models[index]._withUnsafeGuaranteedRef({ try matches($0, steps) }) { body(index) }
             }
@@ -158,7 +158,7 @@ import ModelKitShims
         /// them, or ``accept`` or ``reject``. Not inlinable: the opener calls it directly.
         @usableFromInline func steps(on base: UnsafeRawPointer) throws -> Int {
             if start == ScanProgram.prefetch {
-                modelkit_prefetch(base)
+                modelkit_prefetch_for_reading(base)
                 return ScanProgram.reject
             }
             var at = start

@@ -38,10 +38,11 @@ static inline void modelkit_prefetch_for_writing(const void *address) {
     __builtin_prefetch(address, 1, 3);
 }
 
-/// Asks the processor to bring the cache line at `address` in, for reading, without waiting for
-/// it. Why: a query scan reads each model's object and then its properties, wherever the allocator
-/// put them; asked for a few models ahead, those reads overlap instead of each waiting for memory.
-static inline void modelkit_prefetch(const void *address) {
+/// Asks the processor to bring the cache line at `address` in, for reading (by any number of
+/// threads), without waiting for it. Why: a query scan reads each model's object and then its
+/// properties, and a load resolves ids wherever the allocator put their targets; asked for a few
+/// ahead, those reads overlap instead of each waiting for memory.
+static inline void modelkit_prefetch_for_reading(const void *address) {
     __builtin_prefetch(address, 0, 3);
 }
 
