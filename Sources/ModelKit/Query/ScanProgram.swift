@@ -82,7 +82,6 @@ import ModelKitShims
 
     static let accept = -1
     static let reject = -2
-    static let prefetch = -3
 
     private let steps: [Step]
     /// What keeps the steps' tests alive.
@@ -157,10 +156,6 @@ import ModelKitShims
         /// Runs the steps on the properties at `base`; returns the first step that doesn't read
         /// them, or ``accept`` or ``reject``. Not inlinable: the opener calls it directly.
         @usableFromInline func steps(on base: UnsafeRawPointer) throws -> Int {
-            if start == ScanProgram.prefetch {
-                modelkit_prefetch_for_reading(base)
-                return ScanProgram.reject
-            }
             var at = start
             while at >= 0 {
                 let step = steps[at]
