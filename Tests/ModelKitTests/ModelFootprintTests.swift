@@ -66,6 +66,22 @@ struct ModelFootprintTests {
         #expect(post.author?.modelContext === context)
     }
 
+    @Test("A model outside any context holds every model appended to it, and its context adopts them all")
+    func manyHeldModels() {
+        let author = Author()
+        let posts = (0..<2_000).map { _ in Post() }
+        for post in posts { author.posts.append(post) }
+        #expect(author.storage.box.held.count == posts.count)
+        #expect(author.posts.count == posts.count)
+        let context = ModelContext()
+        context.insert(author)
+        author.resetChanges()
+        #expect(author.storage.box.held.isEmpty)
+        #expect(author.storage.tracker == nil)
+        #expect(context.models(of: Post.self).count == posts.count)
+        #expect(author.posts.map(\.modelId) == posts.map(\.modelId))
+    }
+
     @Test("A context finds a model of a subclass by id, as the subclass, the base class or any model")
     func subclassesInTheIdentityMap() {
         let context = ModelContext()

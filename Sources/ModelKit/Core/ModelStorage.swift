@@ -157,6 +157,20 @@ public struct ModelStorage<Properties: Codable> {
                 self.tracker = tracker
             }
         }
+        // In place, so that `held.append(_:)` and `held += …` do not copy the array each time
+        // (a get-then-set would: the tracker still holds the old array while it is changed).
+        _modify {
+            let holder: HeldModels
+            if let tracker {
+                holder = tracker
+            } else {
+                let made = ChangeTracker<Properties>()
+                tracker = made
+                holder = made
+            }
+            yield &holder.held
+            if holder.held.isEmpty { dropTrackerIfEmpty() }
+        }
     }
 
     /// Adds `models` to ``held``; nothing to do (the usual case) when there are none.
