@@ -15,22 +15,64 @@ final class Bicycle: Vehicle {}
 
 @Suite("Model footprint")
 struct ModelFootprintTests {
-    @Test("An unchanged model has no change tracker; its first write makes one and a reset gives it back")
+    @Test("A new model's writes need no change tracker; after a reset the first write makes one and the next reset gives it back")
     func trackerComesAndGoes() {
         let context = ModelContext()
         let author = Author.instance(in: context)
         #expect(author.storage.tracker == nil)
         author.name = "Jon"
-        #expect(author.storage.tracker != nil)
-        #expect(author.changes.properties == ["name"])
+        #expect(author.storage.tracker == nil)
+        #expect(author.changes["name"] == PropertyChange(property: "name", oldValue: "", newValue: "Jon"))
         author.resetChanges()
         #expect(author.storage.tracker == nil)
         #expect(author.changes.isEmpty)
         author.name = "Joe"
+        #expect(author.storage.tracker != nil)
         #expect(author.changes["name"] == PropertyChange(property: "name", oldValue: "Jon", newValue: "Joe"))
         author.revertChanges()
         #expect(author.storage.tracker == nil)
         #expect(author.name == "Jon")
+    }
+
+    @Test("A new model's changes are what differs from a new instance, until its first reset")
+    func newModelsCompareWithDefaults() {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        #expect(!author.hasChanges)
+        author.name = "Jon"
+        author.age = 39
+        #expect(author.hasChanges)
+        #expect(Set(author.changes.properties) == ["name", "age"])
+        author.age = 0
+        #expect(author.changes.properties == ["name"])
+        author.name = ""
+        #expect(!author.hasChanges)
+        #expect(author.changes.isEmpty)
+        author.name = "Joe"
+        author.revertChanges()
+        #expect(author.name == "")
+        #expect(!author.hasChanges)
+        author.name = "Ann"
+        #expect(author.storage.tracker != nil)
+        #expect(author.changes["name"] == PropertyChange(property: "name", oldValue: "", newValue: "Ann"))
+    }
+
+    @Test("A loaded model compares with its loaded values, not with a new instance's")
+    func loadedModelsCompareWithLoadedValues() throws {
+        let source = ModelContext()
+        let written = Author.instance(in: source)
+        written.name = "Jon"
+        let data = try source.data()
+        let context = ModelContext()
+        try context.load(data)
+        let author = try #require(context.model(Author.self, modelId: written.modelId))
+        #expect(!author.hasChanges)
+        author.age = 40
+        #expect(author.storage.tracker != nil)
+        #expect(author.changes.properties == ["age"])
+        author.revertChanges()
+        #expect(author.name == "Jon")
+        #expect(author.age == 0)
     }
 
     @Test("A tracker that still has observers or a batch stays after a reset, and goes with the last of them")
@@ -103,6 +145,9 @@ struct ModelFootprintTests {
         let author = Author.instance(in: context)
         let unchanged = context.estimatedByteSize
         author.name = "Jon"
+        #expect(context.estimatedByteSize == unchanged)  // a new model needs no tracker
+        author.resetChanges()
+        author.name = "Joe"
         let changed = context.estimatedByteSize
         #expect(changed > unchanged)
         author.resetChanges()

@@ -26,8 +26,10 @@ import Synchronization
     }
 }
 
-/// The state of one model that changed, is observed or holds models: the values at the last
-/// reset, the models it holds, and (in a second object, rarer still) batches and listeners.
+/// The state of one model that changed since a reset or load, is observed or holds models: the
+/// values at the last reset, the models it holds, and (in a second object, rarer still) batches
+/// and listeners. A new model written before its first reset needs none of it (see
+/// ``ChangeBaseline``).
 ///
 /// Split in two so that the common case, a model written once since its reset, costs one small
 /// object: the values at the reset and a pointer.
@@ -85,7 +87,12 @@ import Synchronization
 
     /// Whether anybody wants to hear about this model's changes, apart from Observation.
     @usableFromInline func hasListeners(context: ModelContext?) -> Bool {
-        ModelNotifications.isEnabled || (listening?.hasListeners ?? false)
+        Self.hasListeners(self, context: context)
+    }
+
+    /// Whether anybody wants to hear about the changes of a model with `tracker` (or none).
+    @usableFromInline static func hasListeners(_ tracker: ChangeTracker?, context: ModelContext?) -> Bool {
+        ModelNotifications.isEnabled || (tracker?.listening?.hasListeners ?? false)
             || (context?.changeObservers.isEmpty == false)
     }
 }
@@ -312,25 +319,33 @@ extension Model {
         let epoch = ChangeEpoch.current
         var pending = PendingChange<Properties>()
         let storage = self.storage
-        let tracker: ChangeTracker<Properties>
-        if let existing = storage.tracker {
-            tracker = existing
-        } else {
-            tracker = ChangeTracker<Properties>()
-            storage.tracker = tracker
+        var tracker = storage.tracker
+        switch storage.box.baseline {
+        case .saved:
+            // The values at the reset are saved once, at the first write after it.
+            if tracker == nil {
+                tracker = ChangeTracker<Properties>()
+                storage.tracker = tracker
+            }
+            if tracker?.original == nil { tracker?.original = storage.values }
+        case .newUntouched:
+            // A new model compares with its type's defaults: nothing to save.
+            storage.box.baseline = .newWritten
+        case .newWritten:
+            break
         }
-        if tracker.original == nil { tracker.original = storage.values }
+        let batchDepth = tracker?.batchDepth ?? 0
         var tell = false
         if storage.box.observed {
             storage.box.observed = false
-            if tracker.batchDepth > 0 {
-                tracker.batchTouchedObservation = true
+            if batchDepth > 0 {
+                tracker?.batchTouchedObservation = true
             } else {
                 tell = true
             }
         }
         let context = storage.context
-        if tracker.batchDepth == 0 && tracker.hasListeners(context: context) {
+        if batchDepth == 0 && ChangeTracker.hasListeners(tracker, context: context) {
             pending.before = storage.values
             storage.quietEpoch = 0
         } else {

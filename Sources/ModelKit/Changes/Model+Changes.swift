@@ -50,38 +50,59 @@ extension Model {
     /// - Complexity: O(n) in the size of the properties: changes are found by comparing the
     ///   encoded values now with those saved at the first change, so writes stay cheap.
     public var changes: ModelChanges {
-        guard let original = storage.tracker?.original else { return ModelChanges() }
-        return ModelChanges.between(Self.encoded(original), Self.encoded(storage.values))
+        switch storage.box.baseline {
+        case .saved:
+            guard let original = storage.tracker?.original else { return ModelChanges() }
+            return ModelChanges.between(Self.encoded(original), Self.encoded(storage.values))
+        case .newUntouched:
+            return ModelChanges()
+        case .newWritten:
+            guard case .object(let defaults)? = DefaultValues.of(Self.self) else { return ModelChanges() }
+            return ModelChanges.between(defaults, Self.encoded(storage.values))
+        }
     }
 
     /// Whether any persisted property differs from its value at the last reset.
     ///
     /// - Complexity: O(1) for a model never changed since its reset, else as ``changes``.
     public var hasChanges: Bool {
-        storage.tracker?.original != nil && !changes.isEmpty
+        switch storage.box.baseline {
+        case .saved: storage.tracker?.original != nil && !changes.isEmpty
+        case .newUntouched: false
+        case .newWritten: !changes.isEmpty
+        }
     }
 
     /// Forgets the changes: the current values become the ones ``changes`` compares with.
     ///
     /// - Complexity: O(1).
     public func resetChanges() {
+        storage.box.baseline = .saved
         storage.tracker?.original = nil
         storage.box.dropTrackerIfEmpty()
         storage.quietEpoch = 0
     }
 
-    /// Puts back the values the persisted properties had at the last reset, and forgets the
-    /// changes. This is a change like any other: observers hear about it and ``updatedAt`` moves.
+    /// Puts back the values the persisted properties had at the last reset (for a new model never
+    /// reset: the values a new instance has), and forgets the changes. This is a change like any
+    /// other: observers hear about it and ``updatedAt`` moves.
     ///
     /// - Complexity: O(n) in the size of the properties.
     public func revertChanges() {
-        guard let tracker = storage.tracker, let original = tracker.original else { return }
+        let original: Properties
+        switch storage.box.baseline {
+        case .saved:
+            guard let saved = storage.tracker?.original else { return }
+            original = saved
+        case .newUntouched:
+            return
+        case .newWritten:
+            original = Self().storage.values
+        }
         let pending = _willChange()
         storage.values = original
         _didChange(pending)
-        tracker.original = nil
-        storage.box.dropTrackerIfEmpty()
-        storage.quietEpoch = 0
+        resetChanges()
     }
 
     /// Starts a batch of changes: until the matching ``endChanges()``, changes are not reported one
@@ -158,12 +179,11 @@ extension Model {
             ObservationSlots.willSet(storage.box)
         }
         let tracker = storage.tracker
-        let listening =
-            tracker?.hasListeners(context: storage.context)
-            ?? (ModelNotifications.isEnabled || storage.context?.changeObservers.isEmpty == false)
+        let listening = ChangeTracker.hasListeners(tracker, context: storage.context)
         let before = listening ? storage.values : nil
         storage.values = values
         if toldRegistrar { ObservationSlots.didSet(storage.box) }
+        storage.box.baseline = .saved
         tracker?.original = nil
         storage.box.dropTrackerIfEmpty()
         storage.stampPending = false

@@ -120,6 +120,10 @@ public struct ModelStorage<Properties: Codable> {
     /// Set when a property changed after `updatedAt` was last stamped; the stamp is taken when
     /// `updatedAt` is next read (or the change is reported), so that writes need no clock read.
     @usableFromInline @exclusivity(unchecked) var stampPending = false
+    /// What the model's changes compare with: a new model's are what differs from the type's
+    /// default values until its first reset, so that its first writes need no saved copy (most
+    /// models are created, filled in and saved, and never reset in between).
+    @usableFromInline @exclusivity(unchecked) var baseline = ChangeBaseline.newUntouched
     /// Equal to ``ChangeEpoch/current`` while a write needs no bookkeeping at all: the values at
     /// the last reset are saved, `updatedAt` is marked for stamping, the context knows the model
     /// changed and nobody wants to hear about each write. Anything that changes one of these
@@ -200,6 +204,18 @@ public struct ModelStorage<Properties: Codable> {
     func withValuesPointer<Result>(_ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
         try withUnsafeMutablePointer(to: &values) { try body(UnsafeRawPointer($0)) }
     }
+}
+
+/// What a model's ``Model/changes`` compare with.
+@usableFromInline enum ChangeBaseline: UInt8 {
+    /// The values saved in the tracker at the first write since the last reset or load (no saved
+    /// values: no change).
+    case saved
+    /// A new model, never reset or loaded, never written: no changes.
+    case newUntouched
+    /// A new model, never reset or loaded, written since it was made: its changes are what
+    /// differs from a new instance of its type (the values `init()` gives it).
+    case newWritten
 }
 
 /// The framework-managed part of a model: identity, dates, state.

@@ -556,6 +556,7 @@ final class GraphLoader {
         if let createdAt = header.createdAt { box.metadata.createdAt = createdAt }
         if let updatedAt = header.updatedAt { box.metadata.updatedAt = updatedAt }
         box.metadata.state = .loaded
+        box.baseline = .saved  // a load is a reset
         if let context {
             // What ModelContext.insert does to a model it takes, done in the same access. The
             // context is passed unretained: it has a side table, so retaining it for each model
