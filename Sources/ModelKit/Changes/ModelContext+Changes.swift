@@ -21,12 +21,14 @@ public struct ContextChanges: Equatable, Sendable {
     public init() {}
 }
 
-/// The context's record of changes, kept under its registry's lock. Inserting a model must stay
-/// cheap, so insertions are appended to a list (no hashing); whether a model inserted since the
-/// reset is still there is worked out when the changes are read.
+/// The context's record of changes. Inserting a model must stay cheap in time and memory, so
+/// insertions are not listed: a model inserted since the reset carries the context's change
+/// generation (`insertedGeneration`), and the inserted models are found by walking the context's
+/// models when the changes are read. Only their number is kept, so that reading the changes of a
+/// context where nothing was inserted walks nothing.
 struct ChangeLog {
-    /// Models inserted since the reset, in order; may hold models removed since.
-    var insertedOrder: [ModelID] = []
+    /// How many models inserted since the reset are still in the context.
+    var insertedCount = 0
     /// Models that were there at the reset (or came back after being removed) and were written.
     var updated: Set<ModelID> = []
     /// Models that were there at the reset and are gone.
@@ -39,26 +41,21 @@ struct ChangeLog {
             updated.insert(id)
             return false
         }
-        insertedOrder.append(id)
+        insertedCount += 1
         return true
     }
 
     /// Records a removal; `insertedSinceReset` models simply were never there.
     mutating func removed(_ id: ModelID, insertedSinceReset: Bool) {
         updated.remove(id)
-        if !insertedSinceReset { removed.insert(id) }
+        if insertedSinceReset {
+            insertedCount -= 1
+        } else {
+            removed.insert(id)
+        }
     }
 
-    /// The changes, given the models in the context now.
-    func changes(present: ModelIdentityMap) -> ContextChanges {
-        var changes = ContextChanges()
-        for id in insertedOrder where present[id] != nil { changes.inserted.insert(id) }
-        changes.updated = updated.subtracting(changes.inserted)
-        changes.removed = removed
-        return changes
-    }
-
-    var isEmpty: Bool { insertedOrder.isEmpty && updated.isEmpty && removed.isEmpty }
+    var isEmpty: Bool { insertedCount == 0 && updated.isEmpty && removed.isEmpty }
 }
 
 extension ModelContext {
@@ -69,30 +66,41 @@ extension ModelContext {
     /// another thread shows up here once that thread's write happened before your read, as for
     /// any shared state.
     ///
-    /// - Complexity: O(k) in the number of changed models (the sets are copied).
+    /// - Complexity: O(k) in the number of changed models (the sets are copied), plus O(n) in
+    ///   the number of models in the context when a model was inserted since the last reset
+    ///   (inserted models are found by walking the context's models, so that inserting costs no
+    ///   memory).
     public var changes: ContextChanges {
-        withRegistry { $0.log.changes(present: $0.models) }
+        let generation = changeGeneration
+        return withRegistry { $0.changes(generation: generation) }
     }
 
     /// Whether any model was inserted, updated or removed since the last ``resetChanges()``: for
     /// example, to save on exit only when something changed.
     ///
-    /// - Complexity: O(k) in the number of changed models.
+    /// - Complexity: O(1).
     public var hasChanges: Bool {
-        withRegistry { !$0.log.changes(present: $0.models).isEmpty }
+        withRegistry { !$0.log.isEmpty }
     }
 
     /// The inserted models still in the context.
+    ///
+    /// - Complexity: O(n) in the number of models in the context, when any was inserted since
+    ///   the last reset; else O(1).
     public var insertedModels: [any Model] {
-        withRegistry { registry in
-            registry.log.changes(present: registry.models).inserted.compactMap { registry.models[$0] }
+        let generation = changeGeneration
+        return withRegistry { registry in
+            registry.insertedIds(generation: generation).compactMap { registry.models[$0] }
         }
     }
 
     /// The updated models still in the context.
+    ///
+    /// - Complexity: As ``changes``.
     public var updatedModels: [any Model] {
-        withRegistry { registry in
-            registry.log.changes(present: registry.models).updated.compactMap { registry.models[$0] }
+        let generation = changeGeneration
+        return withRegistry { registry in
+            registry.changes(generation: generation).updated.compactMap { registry.models[$0] }
         }
     }
 

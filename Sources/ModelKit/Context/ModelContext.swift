@@ -43,6 +43,28 @@ public final class ModelContext {
         /// querying one type neither walks the others nor casts each model.
         var byType: [ObjectIdentifier: AnyObject] = [:]
 
+        /// The ids of the models inserted since the last reset (whose inserted generation is
+        /// `generation`) and still here. O(n) in the models of the context, and no work at all
+        /// when none was inserted.
+        func insertedIds(generation: UInt32) -> Set<ModelID> {
+            var ids = Set<ModelID>()
+            guard log.insertedCount > 0 else { return ids }
+            ids.reserveCapacity(log.insertedCount)
+            for list in byType.values {
+                (list as? any DetachableList)?.collectInserted(generation: generation, into: &ids)
+            }
+            return ids
+        }
+
+        /// The changes since the last reset.
+        func changes(generation: UInt32) -> ContextChanges {
+            var changes = ContextChanges()
+            changes.inserted = insertedIds(generation: generation)
+            changes.updated = log.updated.subtracting(changes.inserted)
+            changes.removed = log.removed
+            return changes
+        }
+
         /// Appends `model` to its type's list, remembering its position in its storage.
         mutating func addToTypeList<M: Model>(_ model: M) {
             let key = ObjectIdentifier(M.self)
@@ -87,6 +109,14 @@ public final class ModelContext {
         func detachAll() {
             models.withUnsafeBufferPointer { models in
                 for model in models { model.storage.box.context = nil }
+            }
+        }
+
+        func collectInserted(generation: UInt32, into ids: inout Set<ModelID>) {
+            models.withUnsafeBufferPointer { models in
+                for model in models where model.storage.box.insertedGeneration == generation {
+                    ids.insert(model.storage.box.metadata.modelId)
+                }
             }
         }
     }
@@ -375,13 +405,14 @@ public final class ModelContext {
     ///
     /// - Complexity: O(n).
     public func clear() {
+        let generation = changeGeneration
         let models = withRegistry { registry -> [any Model] in
             // Retained before the type lists that own them go.
             let models = registry.models.models
             var log = registry.log
-            let inserted = Set(log.insertedOrder)
+            let inserted = registry.insertedIds(generation: generation)
             for id in registry.models.ids where !inserted.contains(id) { log.removed.insert(id) }
-            log.insertedOrder = []
+            log.insertedCount = 0
             log.updated = []
             registry = Registry()
             registry.log = log
@@ -414,8 +445,11 @@ public final class ModelContext {
     }
 }
 
-/// A context's list of the models of one type, as its deinitializer sees them.
+/// A context's list of the models of one type, as code that walks every type sees it.
 protocol DetachableList: AnyObject {
     /// Clears every model's pointer to the context, which is going away.
     func detachAll()
+
+    /// Adds the ids of the models inserted at change generation `generation` to `ids`.
+    func collectInserted(generation: UInt32, into ids: inout Set<ModelID>)
 }
