@@ -29,6 +29,12 @@ public struct Condition<Value> {
     /// condition compiles to, which reads the property in place (see `FieldMatcher`), instead of
     /// calling `test` on a copy of it.
     @usableFromInline var operation: Operation?
+    /// How the condition was made from others with `&&`, `||` or `!`, so that combining it again
+    /// stays flat and shallow (see ``Combination``); `nil` for a plain condition.
+    @usableFromInline var combination: Combination?
+    /// The nesting: 1 for a plain condition, one more per `&&`, `||` or `!` around it (a chain
+    /// of `&&` or of `||` is one level); above ``ModelPredicate/maximumNesting`` it is too deep.
+    @usableFromInline var depth = 1
 
     /// An operator and its operands: an array of values of the property's type, or of its element
     /// type for the array conditions. The array is kept whole, not as an array of `Any`, so that
@@ -60,18 +66,121 @@ public struct Condition<Value> {
     }
 
     /// Both conditions hold.
-    @inlinable public static func && (lhs: Self, rhs: Self) -> Self {
-        Self(plan: nil, matchesNil: lhs.matchesNil && rhs.matchesNil) { lhs.test($0) && rhs.test($0) }
+    ///
+    /// - Complexity: O(1) amortized when `lhs` is the longest condition of its chain (the usual
+    ///   `c = c && d` in a loop), else O(n) in the operands.
+    public static func && (lhs: Self, rhs: Self) -> Self {
+        chained(lhs, rhs, isAnd: true)
     }
 
     /// Either condition holds.
-    @inlinable public static func || (lhs: Self, rhs: Self) -> Self {
-        Self(plan: nil, matchesNil: lhs.matchesNil || rhs.matchesNil) { lhs.test($0) || rhs.test($0) }
+    ///
+    /// - Complexity: As `&&`.
+    public static func || (lhs: Self, rhs: Self) -> Self {
+        chained(lhs, rhs, isAnd: false)
     }
 
-    /// The condition doesn't hold.
-    @inlinable public static prefix func ! (condition: Self) -> Self {
-        Self(plan: nil, matchesNil: !condition.matchesNil) { !condition.test($0) }
+    /// The condition doesn't hold. Negating a negation gives back the condition negated.
+    ///
+    /// - Complexity: O(1).
+    public static prefix func ! (condition: Self) -> Self {
+        if condition.isTooDeep { return condition }
+        if case .negation(let negated)? = condition.combination { return negated }
+        let test = condition.test
+        var result = Self(plan: nil, matchesNil: !condition.matchesNil) { !test($0) }
+        result.combination = .negation(condition)
+        return result.nested(condition.depth + 1)
+    }
+}
+
+// Combining conditions. A condition built in code can be nested or chained without bound:
+// `c = c || d` a hundred thousand times, or `!` thirty thousand times. Nested closures would make
+// the first quadratic to build and both overflow the stack when run or released. So a chain of
+// `&&` or of `||` is one flat list of operands, shared by the conditions built from it one
+// operand at a time, double negations cancel, and past ``ModelPredicate/maximumNesting`` levels
+// a condition keeps nothing and a query using it throws.
+extension Condition {
+    /// How a condition was combined from others.
+    @usableFromInline indirect enum Combination {
+        /// The first `count` operands of a chain.
+        case chain(Chain, count: Int)
+        /// `!` of this condition.
+        case negation(Condition)
+        /// Nested deeper than the limit: its operands were dropped.
+        case tooDeep
+    }
+
+    /// The operands of a chain of `&&` or of `||`. Each condition of the chain sees a prefix,
+    /// so that adding an operand to the longest one appends in place.
+    @usableFromInline final class Chain {
+        let isAnd: Bool
+        var operands: [Condition]
+
+        init(isAnd: Bool, operands: [Condition]) {
+            self.isAnd = isAnd
+            self.operands = operands
+        }
+
+        /// Whether the first `count` operands all hold (`&&`) or one of them does (`||`),
+        /// looked at in order until the answer is known.
+        func test(_ value: Value, count: Int) -> Bool {
+            operands.withUnsafeBufferPointer { operands in
+                for index in 0..<count where operands[index].test(value) != isAnd { return !isAnd }
+                return isAnd
+            }
+        }
+    }
+
+    /// Whether the condition was nested deeper than the limit.
+    @usableFromInline var isTooDeep: Bool {
+        if case .tooDeep? = combination { return true }
+        return false
+    }
+
+    /// The condition with nesting `depth`, or one that keeps nothing when that is too deep.
+    private func nested(_ depth: Int) -> Self {
+        guard depth > maximumQueryNesting else {
+            var result = self
+            result.depth = depth
+            return result
+        }
+        var result = Self(plan: nil) { _ in false }
+        result.combination = .tooDeep
+        result.depth = depth
+        return result
+    }
+
+    /// Whether the condition is a chain of `&&` (`isAnd`) or of `||`.
+    private func isChain(isAnd: Bool) -> Bool {
+        if case .chain(let chain, _)? = combination { return chain.isAnd == isAnd }
+        return false
+    }
+
+    /// The operands the condition adds to a chain of `&&` (`isAnd`) or of `||`: its own, if it
+    /// is such a chain, else itself.
+    private func operands(isAnd: Bool) -> ArraySlice<Self> {
+        if case .chain(let chain, let count)? = combination, chain.isAnd == isAnd { return chain.operands[..<count] }
+        return [self]
+    }
+
+    private static func chained(_ lhs: Self, _ rhs: Self, isAnd: Bool) -> Self {
+        if lhs.isTooDeep { return lhs }
+        if rhs.isTooDeep { return rhs }
+        let left = lhs.isChain(isAnd: isAnd) ? lhs.depth : lhs.depth + 1
+        let right = rhs.isChain(isAnd: isAnd) ? rhs.depth : rhs.depth + 1
+        let added = rhs.operands(isAnd: isAnd)
+        let chain: Chain
+        if case .chain(let shared, let count)? = lhs.combination, shared.isAnd == isAnd, count == shared.operands.count {
+            shared.operands.append(contentsOf: added)
+            chain = shared
+        } else {
+            chain = Chain(isAnd: isAnd, operands: Array(lhs.operands(isAnd: isAnd) + added))
+        }
+        let count = chain.operands.count
+        let matchesNil = isAnd ? lhs.matchesNil && rhs.matchesNil : lhs.matchesNil || rhs.matchesNil
+        var result = Self(plan: nil, matchesNil: matchesNil) { chain.test($0, count: count) }
+        result.combination = .chain(chain, count: count)
+        return result.nested(max(left, right))
     }
 }
 

@@ -145,6 +145,7 @@ public struct ModelPredicate<M: Model> {
     /// The property at `keyPath` satisfies `condition`.
     @inlinable
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value>, _ condition: Condition<Value>) -> Self {
+        if condition.isTooDeep { return Self(.tooDeep) }
         let test = condition.test
         let probe = condition.plan.map { IndexProbe<M>(keyPath: keyPath, plan: $0) }
         // A key path to a stored property (also nested) is read at its offset, in the one pass a
@@ -176,6 +177,7 @@ public struct ModelPredicate<M: Model> {
     /// ```
     @inlinable
     public static func `where`<Value>(_ keyPath: KeyPath<M.Properties, Value?>, _ condition: Condition<Value>) -> Self {
+        if condition.isTooDeep { return Self(.tooDeep) }
         let test = condition.test
         let matchesNil = condition.matchesNil
         if let offset = MemoryLayout<M.Properties>.offset(of: keyPath) {
@@ -298,8 +300,11 @@ public struct ModelPredicate<M: Model> {
 
     /// The deepest nesting of `&&`, `||` and `!` a query accepts: checking and running a
     /// predicate recurses through it, and a predicate built in code can be nested arbitrarily.
-    public static var maximumNesting: Int { 512 }
+    public static var maximumNesting: Int { maximumQueryNesting }
 }
+
+/// ``ModelPredicate/maximumNesting``, for conditions too (see ``Condition``).
+let maximumQueryNesting = 512
 
 extension ModelPredicate.Node {
     /// The nesting of a node made in one piece (by the parser, or a single condition).
