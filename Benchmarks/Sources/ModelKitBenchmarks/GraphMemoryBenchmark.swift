@@ -26,7 +26,14 @@ extension Benchmarks {
             let graph = buildPlainObjectGraph(data, ids: UUID.self)
             return (graph.authors.count + graph.posts.count, graph)
         }
-        let subjects = [modelKit, plain]
+        // Also measured (a note, not a row): the plain classes with what a context adds to
+        // them, every object registered by id in a dictionary, as a user who looks objects up by
+        // id would keep them.
+        let registered = GraphFootprint(alsoMeasured) {
+            let graph = buildPlainObjectGraph(data, ids: UUID.self, registered: true)
+            return (graph.objects.count, graph)
+        }
+        let subjects = [modelKit, plain, registered]
         var runs = [[GraphFootprint.Run]](repeating: [], count: subjects.count)
         for round in 0..<session.runs {
             for offset in subjects.indices {
@@ -48,8 +55,9 @@ extension Benchmarks {
                 continue
             }
             let bytes = median(values)
-            result.rows.append((subject.name, bytes))
-            var note = "\(subject.name): \(fixed(bytes / Double(objects), 1)) bytes per object"
+            if subject.name != alsoMeasured { result.rows.append((subject.name, bytes)) }
+            var note = subject.name == alsoMeasured ? "also measured: " : ""
+            note += "\(subject.name): \(fixed(bytes / Double(objects), 1)) bytes per object"
             note += ", runs \(megabytes(Int(values.min()!)))–\(megabytes(Int(values.max()!)))"
             if !heap.isEmpty, !resident.isEmpty { note += ", resident set growth \(megabytes(Int(median(resident))))" }
             result.notes.append(note)
@@ -64,6 +72,9 @@ extension Benchmarks {
         return result
     }
 }
+
+/// The subject of `graph-memory` reported in a note only.
+private let alsoMeasured = "plain classes + Dictionary (UUID ids)"
 
 /// One subject of `graph-memory`: builds a graph and returns how many objects it made, and
 /// something that keeps the graph alive.
