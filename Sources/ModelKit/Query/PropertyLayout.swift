@@ -162,14 +162,20 @@ extension ModelRef: LayoutReference {
     static func follow<Result>(
         at offset: Int, then path: [String], nilValue: Result, leaf: (PropertyLayout.Field) -> ((UnsafeRawPointer) -> Result)?
     ) -> ((UnsafeRawPointer, ModelContext?) -> Result)? {
-        guard let read = PropertyLayout.of(Target.self).access(path, nilValue: nilValue, leaf: leaf) else { return nil }
-        // The target as the model's getter and the encoder resolve it.
+        // A `ModelRef` stores only its id; were that ever not so, the path is read another way.
+        guard MemoryLayout<ModelRef>.size == MemoryLayout<ModelID?>.size,
+            let read = PropertyLayout.of(Target.self).access(path, nilValue: nilValue, leaf: leaf)
+        else { return nil }
+        // The target as the model's getter and the encoder resolve it. This closure runs for
+        // every model scanned, in generic code that is not specialized for `Target`: each use of
+        // a type built from `Target` (`ModelRef<Target>`, its storage) looks its metadata up in
+        // the runtime's cache. So the id is read as the plain `ModelID?` it is laid out as, and
+        // the target's references resolve in `context` itself, which holds the target.
         return { base, context in
-            guard let target = base.load(fromByteOffset: offset, as: ModelRef.self).target(lookupIn: context) else {
-                return nilValue
-            }
-            let storage = target.storage
-            return storage.box.withValuesPointer { read($0, storage.lookupContext) }
+            guard let context, let id = base.load(fromByteOffset: offset, as: ModelID?.self),
+                let target = context.model(Target.self, modelId: id)
+            else { return nilValue }
+            return target.storage.box.withValuesPointer { read($0, context) }
         }
     }
 }
