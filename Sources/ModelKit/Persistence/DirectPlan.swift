@@ -29,6 +29,8 @@ final class DirectPlan: Sendable {
     /// The fields' keys, in the order the initializer asks for them, which is the order the
     /// writer writes them.
     let keys: [String]
+    /// The keys as UTF-8, for a JSON tape to record only their members.
+    let jsonKeyList: [[UInt8]]
     /// The fields as the fills read them, in the same order: plain values, so that reading one
     /// copies (and retains) nothing. Each key, as JSON text (`"key":`), is a run of ``jsonKeys``.
     let plainFields: [PlainField]
@@ -46,6 +48,7 @@ final class DirectPlan: Sendable {
 
     private init(fields: [Field]) {
         keys = fields.map(\.key)
+        jsonKeyList = keys.map { Array($0.utf8) }
         var text: [UInt8] = []
         var plainFields: [PlainField] = []
         var references: [(any DirectReference)?] = []

@@ -35,10 +35,16 @@ final class JSONTape {
     /// With `skippingProperties`, the value of a top-level `properties` key is skipped rather than
     /// parsed (its entry has no children): reading a model's header does not need it, and it is
     /// parsed, and checked, when the properties are decoded.
-    func parse(at offset: Int, skippingProperties: Bool = false) throws -> Int {
+    ///
+    /// With `keptKeys`, the members of the top-level object whose keys are not among them are
+    /// checked as carefully but not recorded: a model's properties parsed for a decoder that reads
+    /// only those keys take memory for what is read, not for what a file adds (one unknown
+    /// property holding a 100 MB array would otherwise take gigabytes of entries).
+    func parse(at offset: Int, skippingProperties: Bool = false, keptKeys: [[UInt8]]? = nil) throws -> Int {
         entries.removeAll(keepingCapacity: true)
         var scanner = JSONScanner(bytes: bytes, position: offset)
         scanner.skipsProperties = skippingProperties
+        scanner.keptKeys = keptKeys
         try scanner.value(into: &entries, depth: 0)
         return scanner.position
     }
@@ -50,6 +56,9 @@ struct JSONScanner {
     var position: Int
     /// Whether to skip the value of a top-level `properties` key (see ``JSONTape/parse(at:skippingProperties:)``).
     var skipsProperties = false
+    /// The keys of the top-level object whose members are recorded; `nil`: all of them (see
+    /// ``JSONTape/parse(at:skippingProperties:keptKeys:)``).
+    var keptKeys: [[UInt8]]?
 
     init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
         self.bytes = bytes
@@ -132,6 +141,11 @@ struct JSONScanner {
                         count += 1
                         continue
                     }
+                    if depth == 0, let keptKeys, !isKept(key, among: keptKeys) {
+                        tape.removeLast()
+                        try checkValue(depth: depth + 1)
+                        continue
+                    }
                 }
                 try value(into: &tape, depth: depth + 1)
                 count += 1
@@ -140,6 +154,55 @@ struct JSONScanner {
         }
         tape[index].count = count
         tape[index].end = tape.count
+    }
+
+    /// Whether `key` is one of `keys`. A key written with escapes counts as kept: it is
+    /// compared after unescaping, by the reader.
+    private func isKept(_ key: JSONTape.Entry, among keys: [[UInt8]]) -> Bool {
+        if key.flag { return true }
+        let length = key.end - key.start
+        return keys.contains { candidate in
+            candidate.count == length
+                && candidate.withUnsafeBufferPointer { memcmp(bytes.baseAddress! + key.start, $0.baseAddress!, length) == 0 }
+        }
+    }
+
+    /// Checks the value at `position` as ``value(into:depth:)`` does, with the same errors, and
+    /// moves past it without recording anything.
+    mutating func checkValue(depth: Int) throws {
+        skipWhitespace()
+        guard position < bytes.count else { throw error(expected: "a JSON value") }
+        switch bytes[position] {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let isObject = bytes[position] == UInt8(ascii: "{")
+            guard depth < SerializationError.maximumDepth else {
+                throw SerializationError(
+                    .nestingTooDeep, byteOffset: position,
+                    expected: "at most \(SerializationError.maximumDepth) nested arrays and objects", found: "deeper nesting")
+            }
+            position += 1
+            let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            if !take(close) {
+                repeat {
+                    if isObject {
+                        skipWhitespace()
+                        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+                            throw error(expected: "a key string")
+                        }
+                        _ = try string()
+                        try expect(UInt8(ascii: ":"), "':' after the key")
+                    }
+                    try checkValue(depth: depth + 1)
+                } while take(UInt8(ascii: ","))
+                try expect(close, isObject ? "',' or '}'" : "',' or ']'")
+            }
+        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "t"): _ = try literal("true", .bool)
+        case UInt8(ascii: "f"): _ = try literal("false", .bool)
+        case UInt8(ascii: "n"): _ = try literal("null", .null)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try number()
+        default: throw error(expected: "a JSON value")
+        }
     }
 
     private func isPropertiesKey(_ key: JSONTape.Entry) -> Bool {

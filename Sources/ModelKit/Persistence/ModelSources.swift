@@ -250,7 +250,8 @@ final class JSONSource: ModelSource {
             decodedObject = (handle, end)
             return true
         }
-        decodedObject = (handle, try tape.parse(at: handle))
+        // The plan reads only its keys: whatever else the properties hold is checked, not kept.
+        decodedObject = (handle, try tape.parse(at: handle, keptKeys: plan.jsonKeyList))
         return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader)
     }
 }
