@@ -124,3 +124,22 @@ struct UnreadMemberTests {
         #expect(failures > 200)
     }
 }
+
+@Suite("Failing fast")
+struct FailFastTests {
+    init() throws {
+        try ModelRegistry.register(Note.self)
+    }
+
+    @Test("A file that turns to zero bytes after a valid start fails at the first zero byte", arguments: ["\"x", "[1, 2", "{\"a\": [", "tr"])
+    func zerosAfterAValidStart(tail: String) throws {
+        let id = ModelID.generate()
+        let prefix = #"{"format":"ModelKit","version":1,"models":[{"model":"Note","modelId":"\#(id)","properties":{"text":\#(tail)"#
+        var data = Data(prefix.utf8)
+        data.append(Data(count: 8 << 20))
+        let context = ModelContext()
+        let error = #expect(throws: SerializationError.self) { try context.load(data) }
+        #expect(error?.byteOffset == prefix.utf8.count)
+        #expect(context.allModels.isEmpty)
+    }
+}

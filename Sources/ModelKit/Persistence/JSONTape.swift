@@ -225,7 +225,10 @@ struct JSONScanner {
     }
 
     /// Moves past the array or object at `position`, matching brackets and skipping strings
-    /// without checking them further (the decoder parses, and checks, them later).
+    /// without checking them further (the decoder parses, and checks, them later). A byte no
+    /// JSON text can hold there (a control byte in a string; outside strings, anything but
+    /// whitespace, brackets, separators and the letters of numbers and literals) fails at once:
+    /// a file that turns to garbage after a valid start is not scanned to its end.
     mutating func skipBrackets() throws {
         var depth = 0
         let count = bytes.count
@@ -243,6 +246,7 @@ struct JSONScanner {
                     guard position < count else { break }
                     let byte = bytes[position]
                     if byte == UInt8(ascii: "\"") { break }
+                    if byte < 0x20 { throw error(expected: "a control character to be escaped") }
                     position += byte == UInt8(ascii: "\\") ? 2 : 1
                 }
                 position += 1
@@ -252,8 +256,13 @@ struct JSONScanner {
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
                 depth -= 1
                 position += 1
-            default:
+            case 0x20, 0x0A, 0x0D, 0x09, UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "+"),
+                UInt8(ascii: "."), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "e"), UInt8(ascii: "E"),
+                UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "u"), UInt8(ascii: "f"), UInt8(ascii: "a"),
+                UInt8(ascii: "l"), UInt8(ascii: "s"), UInt8(ascii: "n"):
                 position += 1
+            default:
+                throw error(expected: "a JSON value")
             }
         } while depth > 0
     }
