@@ -185,6 +185,33 @@ private let patterns: [Snippet] = [
             """,
         expected: "[\"Cy\"]\n"),
     Snippet(
+        name: "property values holding a to-one reference travel as ids, and resolve where they arrive",
+        body: """
+            final class Post: Model {
+                struct Properties: Codable, Sendable {
+                    var title = ""
+                    var author = ModelRef<Author>()
+                }
+                let storage = ModelStorage(Properties())
+            }
+            extension Importer {
+                func draft(by authorId: ModelID) -> Post.Properties {
+                    var values = Post.Properties()
+                    values.title = "Hello"
+                    values.author = ModelRef(id: authorId)
+                    return values
+                }
+            }
+            @MainActor func run() async {
+                let author = Author.instance()
+                author.name = "Di"
+                let values = await Importer().draft(by: author.modelId)
+                print(values.title, values.author.resolve(in: .main) === author)
+            }
+            await run()
+            """,
+        expected: "Hello true\n"),
+    Snippet(
         name: "the main actor's stack and current context work as in ModelKit for Objective-C",
         body: """
             @MainActor func run() {

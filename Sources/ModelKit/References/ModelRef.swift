@@ -98,6 +98,10 @@ public struct ModelRef<Target: Model> {
     public var isEmpty: Bool { id == nil }
 }
 
+/// A reference is its target's id, so it crosses isolation domains as the id does; the model it
+/// leads to is looked up where it arrives (``resolve(in:)``).
+extension ModelRef: Sendable {}
+
 extension ModelRef: Equatable {
     /// Two references are equal when they refer to the same model id.
     public static func == (lhs: ModelRef, rhs: ModelRef) -> Bool { lhs.id == rhs.id }
