@@ -3,17 +3,20 @@ import Testing
 
 @testable import ModelKit
 
+/// A context of ten notes counting 0 to 9.
+private func tenNotes() -> ModelContext {
+    let context = ModelContext()
+    for count in 0..<10 { Note.instance(in: context).count = count }
+    return context
+}
+
 @Suite("Predicates built in code")
 struct PredicateNestingTests {
     init() throws {
         try ModelRegistry.register(Note.self)
     }
 
-    func notes() -> ModelContext {
-        let context = ModelContext()
-        for count in 0..<10 { Note.instance(in: context).count = count }
-        return context
-    }
+    func notes() -> ModelContext { tenNotes() }
 
     @Test("30,000 nested negations collapse and run like the predicate they negate")
     func deepNegations() throws {
@@ -80,11 +83,7 @@ struct ConditionNestingTests {
         try ModelRegistry.register(Note.self)
     }
 
-    func notes() -> ModelContext {
-        let context = ModelContext()
-        for count in 0..<10 { Note.instance(in: context).count = count }
-        return context
-    }
+    func notes() -> ModelContext { tenNotes() }
 
     func count(_ condition: Condition<Int>, in context: ModelContext) throws -> Int {
         try Note.query(in: context).where(\.count, condition).count()

@@ -116,11 +116,7 @@ struct JSONScanner {
     }
 
     private mutating func container(into tape: inout [JSONTape.Entry], depth: Int, isObject: Bool) throws {
-        guard depth < SerializationError.maximumDepth else {
-            throw SerializationError(
-                .nestingTooDeep, byteOffset: position,
-                expected: "at most \(SerializationError.maximumDepth) nested arrays and objects", found: "deeper nesting")
-        }
+        try checkNesting(depth)
         let index = tape.count
         tape.append(JSONTape.Entry(kind: isObject ? .object : .array, flag: false, count: 0, start: position, end: 0))
         position += 1
@@ -129,13 +125,8 @@ struct JSONScanner {
         if !take(close) {
             repeat {
                 if isObject {
-                    skipWhitespace()
-                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
-                        throw error(expected: "a key string")
-                    }
-                    let key = try string()
+                    let key = try memberKey()
                     tape.append(key)
-                    try expect(UInt8(ascii: ":"), "':' after the key")
                     if depth == 0, skipsProperties, isPropertiesKey(key) {
                         try skipContainer(into: &tape)
                         count += 1
@@ -154,6 +145,24 @@ struct JSONScanner {
         }
         tape[index].count = count
         tape[index].end = tape.count
+    }
+
+    /// Fails when a container at `depth` would nest deeper than the limit.
+    private func checkNesting(_ depth: Int) throws {
+        guard depth < SerializationError.maximumDepth else {
+            throw SerializationError(
+                .nestingTooDeep, byteOffset: position,
+                expected: "at most \(SerializationError.maximumDepth) nested arrays and objects", found: "deeper nesting")
+        }
+    }
+
+    /// Reads an object member's key and the colon after it; returns the key.
+    private mutating func memberKey() throws -> JSONTape.Entry {
+        skipWhitespace()
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw error(expected: "a key string") }
+        let key = try string()
+        try expect(UInt8(ascii: ":"), "':' after the key")
+        return key
     }
 
     /// Whether `key` is one of `keys`. A key written with escapes counts as kept: it is
@@ -175,23 +184,12 @@ struct JSONScanner {
         switch bytes[position] {
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             let isObject = bytes[position] == UInt8(ascii: "{")
-            guard depth < SerializationError.maximumDepth else {
-                throw SerializationError(
-                    .nestingTooDeep, byteOffset: position,
-                    expected: "at most \(SerializationError.maximumDepth) nested arrays and objects", found: "deeper nesting")
-            }
+            try checkNesting(depth)
             position += 1
             let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
             if !take(close) {
                 repeat {
-                    if isObject {
-                        skipWhitespace()
-                        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
-                            throw error(expected: "a key string")
-                        }
-                        _ = try string()
-                        try expect(UInt8(ascii: ":"), "':' after the key")
-                    }
+                    if isObject { _ = try memberKey() }
                     try checkValue(depth: depth + 1)
                 } while take(UInt8(ascii: ","))
                 try expect(close, isObject ? "',' or '}'" : "',' or ']'")
