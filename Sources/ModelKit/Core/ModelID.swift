@@ -23,7 +23,7 @@ public struct ModelID: Hashable, Comparable, Sendable {
     @usableFromInline let high: UInt64
     @usableFromInline let low: UInt64
 
-    init(high: UInt64, low: UInt64) {
+    @usableFromInline init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
@@ -46,6 +46,14 @@ public struct ModelID: Hashable, Comparable, Sendable {
             ))
     }
 
+    /// The nil id (all 128 bits zero), which no model has: the empty state of a ``ModelRef``.
+    /// It is never made (the counter starts at 1), and text and files that spell it are not
+    /// read as a model id.
+    @inlinable static var zero: ModelID { ModelID(high: 0, low: 0) }
+
+    /// Whether this is ``zero``.
+    @inlinable var isZero: Bool { high | low == 0 }
+
     /// Returns a new id, distinct from every other id this process has made.
     ///
     /// - Complexity: O(1); one atomic increment.
@@ -65,7 +73,8 @@ public struct ModelID: Hashable, Comparable, Sendable {
 }
 
 extension ModelID: LosslessStringConvertible, CustomStringConvertible {
-    /// Parses the `8-4-4-4-12` hexadecimal form (either case). Returns `nil` for anything else.
+    /// Parses the `8-4-4-4-12` hexadecimal form (either case). Returns `nil` for anything else,
+    /// and for the nil UUID (all zeros), which is no model's id.
     ///
     /// - Complexity: O(1) (the input is at most 36 characters).
     public init?(_ description: String) {
@@ -90,7 +99,8 @@ extension ModelID: LosslessStringConvertible, CustomStringConvertible {
         var valid = true
         let high = hexDigits(eight(0), &valid) << 32 | hexDigits(four(9) << 32 | four(14), &valid)
         let low = hexDigits(four(19) << 32 | four(24), &valid) << 32 | hexDigits(eight(28), &valid)
-        return valid ? ModelID(high: high, low: low) : nil
+        // The nil UUID is no model's id (see `zero`).
+        return valid && (high | low) != 0 ? ModelID(high: high, low: low) : nil
     }
 
     /// The 32-bit value of eight hexadecimal digits, one per byte of `text` with the first in the

@@ -163,18 +163,17 @@ extension ModelRef: LayoutReference {
         at offset: Int, then path: [String], nilValue: Result, leaf: (PropertyLayout.Field) -> ((UnsafeRawPointer) -> Result)?
     ) -> ((UnsafeRawPointer, ModelContext?) -> Result)? {
         // A `ModelRef` stores only its id; were that ever not so, the path is read another way.
-        guard MemoryLayout<ModelRef>.size == MemoryLayout<ModelID?>.size,
+        guard MemoryLayout<ModelRef>.size == MemoryLayout<ModelID>.size,
             let read = PropertyLayout.of(Target.self).access(path, nilValue: nilValue, leaf: leaf)
         else { return nil }
         // The target as the model's getter and the encoder resolve it. This closure runs for
         // every model scanned, in generic code that is not specialized for `Target`: each use of
         // a type built from `Target` (`ModelRef<Target>`, its storage) looks its metadata up in
-        // the runtime's cache. So the id is read as the plain `ModelID?` it is laid out as, and
+        // the runtime's cache. So the id is read as the plain `ModelID` a reference stores, and
         // the target's references resolve in `context` itself, which holds the target.
         return { base, context in
-            guard let context, let id = base.load(fromByteOffset: offset, as: ModelID?.self),
-                let target = context.model(Target.self, modelId: id)
-            else { return nilValue }
+            let id = base.load(fromByteOffset: offset, as: ModelID.self)
+            guard let context, !id.isZero, let target = context.model(Target.self, modelId: id) else { return nilValue }
             return target.storage.box.withValuesPointer { read($0, context) }
         }
     }

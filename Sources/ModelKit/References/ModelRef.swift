@@ -30,20 +30,28 @@ import Foundation
 /// Declare it as a non-optional property with a default (`var author = ModelRef<Author>()`):
 /// the reference has its own empty state.
 public struct ModelRef<Target: Model> {
+    /// The target's id, or ``ModelID/zero`` for an empty reference: 16 bytes where a `ModelID?`
+    /// takes 17, which its alignment rounds to 24 in a model's properties and in every element
+    /// of a ``ModelArray``. No model has the nil id (files that give one are rejected).
+    @usableFromInline var storedId: ModelID
+
     /// The id of the referenced model, or `nil` for an empty reference.
-    public private(set) var id: ModelID?
+    public var id: ModelID? { storedId.isZero ? nil : storedId }
 
     /// Creates an empty reference.
-    public init() {}
+    public init() {
+        storedId = .zero
+    }
 
     /// Creates a reference to `target`, or an empty one when `target` is `nil`.
     public init(_ target: Target?) {
-        id = target?.modelId
+        storedId = target?.modelId ?? .zero
     }
 
-    /// Creates a reference to the model with `id`, resolved when it is read.
+    /// Creates a reference to the model with `id`, resolved when it is read. A `nil` id, or the
+    /// nil id (all zeros), makes an empty reference.
     public init(id: ModelID?) {
-        self.id = id
+        storedId = id ?? .zero
     }
 
     /// The referenced model, looked up in `context` if the remembered instance is gone; `nil`
