@@ -85,12 +85,8 @@ import Synchronization
         set { listeningState.observers = newValue }
     }
 
-    /// Whether anybody wants to hear about this model's changes, apart from Observation.
-    @usableFromInline func hasListeners(context: ModelContext?) -> Bool {
-        Self.hasListeners(self, context: context)
-    }
-
-    /// Whether anybody wants to hear about the changes of a model with `tracker` (or none).
+    /// Whether anybody wants to hear about the changes of a model with `tracker` (or none),
+    /// apart from Observation.
     @usableFromInline static func hasListeners(_ tracker: ChangeTracker?, context: ModelContext?) -> Bool {
         ModelNotifications.isEnabled || (tracker?.listening?.hasListeners ?? false)
             || (context?.changeObservers.isEmpty == false)

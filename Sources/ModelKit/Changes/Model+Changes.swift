@@ -145,7 +145,7 @@ extension Model {
             ObservationSlots.willSet(storage.box)
             ObservationSlots.didSet(storage.box)
         }
-        guard let start, tracker.hasListeners(context: storage.context) else { return }
+        guard let start, ChangeTracker.hasListeners(tracker, context: storage.context) else { return }
         let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
         report(changes, batched: true)
