@@ -4,24 +4,20 @@ import ModelKit
 // (Tests/PersistenceWriterChild), which write and read the same files.
 
 /// One version of the graph the writer child writes over and over.
-public final class Generation: Model {
-    public struct Properties: Codable {
+public final class Generation: ModelObject<Generation.Properties> {
+    public struct Properties: ModelProperties {
         public var number = 0
         public var items = ModelArray<Item>()
         public init() {}
     }
-    public let storage = ModelStorage(Properties())
-    public init() {}
 }
 
 /// An item of a ``Generation``, pointing back at it.
-public final class Item: Model {
-    public struct Properties: Codable {
+public final class Item: ModelObject<Item.Properties> {
+    public struct Properties: ModelProperties {
         public var generation = 0
         public var text = ""
         public var owner = ModelRef<Generation>()
         public init() {}
     }
-    public let storage = ModelStorage(Properties())
-    public init() {}
 }

@@ -175,8 +175,8 @@ struct AtomicWriteTests {
 }
 
 /// A model whose properties fail to encode while `armed`.
-final class WriteTripwire: Model {
-    struct Properties: Codable {
+final class WriteTripwire: ModelObject<WriteTripwire.Properties> {
+    struct Properties: ModelProperties {
         var armed = false
 
         func encode(to encoder: any Encoder) throws {
@@ -187,5 +187,4 @@ final class WriteTripwire: Model {
             try container.encode(armed, forKey: .armed)
         }
     }
-    let storage = ModelStorage(Properties())
 }

@@ -49,7 +49,7 @@ struct ContextWriteTests {
         try target.load(try context.data(format: format))
         #expect(target.count == 1)
         let loaded = try #require(target.model(Post.self, modelId: kept.modelId))
-        #expect(loaded.storage.properties.author.isEmpty)
+        #expect(loaded.persistedProperties.author.isEmpty)
     }
 
     @Test("a reference to another instance with the id of a context model writes the context's model once")
@@ -118,7 +118,7 @@ struct ContextWriteTests {
         loop.circular = loop
         try target.load(try context.data(format: format))
         let loaded = try #require(target.model(VeryConvolutedExample.self, modelId: loop.modelId))
-        #expect(loaded.storage.properties.circular.resolve(in: target) === loaded)
+        #expect(loaded.persistedProperties.circular.resolve(in: target) === loaded)
     }
 
     @Test("nil optionals are written as null, not left out, by the tree and the streaming encoders")

@@ -325,10 +325,9 @@ struct SplitMix64: RandomNumberGenerator {
         do { try context.load(from: URL(fileURLWithPath: "/nonexistent/modelkit/graph.json")) } catch { errors.append(error) }
         do { _ = try ModelPredicate<Author>("name ==") } catch { errors.append(error) }
         do { try Author.instance(in: context).endChanges() } catch { errors.append(error) }
-        final class AuthorImpostor: Model {
-            struct Properties: Codable {}
-            let storage = ModelStorage(Properties())
-            static var modelName: String { "Author" }
+        final class AuthorImpostor: ModelObject<AuthorImpostor.Properties> {
+            struct Properties: ModelProperties {}
+            override class var modelName: String { "Author" }
         }
         try ModelRegistry.register(Author.self)
         do { try ModelRegistry.register(AuthorImpostor.self) } catch { errors.append(error) }

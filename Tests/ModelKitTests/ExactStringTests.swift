@@ -7,15 +7,14 @@ import Testing
 
 /// Strings in every position a model can hold one: a property, an optional, an array element, a
 /// dictionary key and value, a nested struct's field.
-final class Phrase: Model {
-    struct Properties: Codable, Equatable {
+final class Phrase: ModelObject<Phrase.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var text = ""
         var maybe: String?
         var list: [String] = []
         var byKey: [String: String] = [:]
         var inner = PhraseInner()
     }
-    let storage = ModelStorage(Properties())
 }
 
 struct PhraseInner: Codable, Equatable {

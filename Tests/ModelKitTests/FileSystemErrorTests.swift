@@ -12,9 +12,8 @@ struct FileSystemErrorTests {
         import Foundation
         import ModelKit
 
-        final class Note: Model {
-            struct Properties: Codable { var text = "" }
-            let storage = ModelStorage(Properties())
+        final class Note: ModelObject<Note.Properties> {
+            struct Properties: ModelProperties { var text = "" }
         }
 
         try ModelRegistry.register(Note.self)

@@ -5,8 +5,8 @@ import ModelKitTestSupport
 // Models used across the tests. Each test works in a context of its own (see `inFreshContext`),
 // because Swift Testing runs tests in parallel and the context stack is process-wide.
 
-final class Author: Model {
-    struct Properties: Codable, Equatable {
+final class Author: ModelObject<Author.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var name = ""
         var email = ""
         var birthday: Date?
@@ -15,72 +15,64 @@ final class Author: Model {
         var avatarURL: URL?
         var posts = ModelArray<Post>()
     }
-    let storage = ModelStorage(Properties())
     /// Not persisted: lives outside `Properties`.
     var lifetime: LifetimeToken?
 }
 
-final class Post: Model {
-    struct Properties: Codable, Equatable {
+final class Post: ModelObject<Post.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var title = ""
         var body = ""
         var author = ModelRef<Author>()
         var tags: [String] = []
     }
-    let storage = ModelStorage(Properties())
     var lifetime: LifetimeToken?
 }
 
 /// The seed's example of a model pointing to itself.
-final class VeryConvolutedExample: Model {
-    struct Properties: Codable, Equatable {
+final class VeryConvolutedExample: ModelObject<VeryConvolutedExample.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var circular = ModelRef<VeryConvolutedExample>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A link in a long chain.
-final class Node: Model {
-    struct Properties: Codable, Equatable {
+final class Node: ModelObject<Node.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var value = 0
         var next = ModelRef<Node>()
     }
-    let storage = ModelStorage(Properties())
     var lifetime: LifetimeToken?
 }
 
 /// A model with a custom name.
-final class RenamedAuthor: Model {
-    struct Properties: Codable, Equatable { var name = "" }
-    let storage = ModelStorage(Properties())
-    static var modelName: String { "Writer" }
+final class RenamedAuthor: ModelObject<RenamedAuthor.Properties> {
+    struct Properties: ModelProperties, Equatable { var name = "" }
+    override class var modelName: String { "Writer" }
 }
 
 /// A model that never joins a context by itself.
-final class Draft: Model, ContextFreeModel {
-    struct Properties: Codable, Equatable { var text = "" }
-    let storage = ModelStorage(Properties())
+final class Draft: ModelObject<Draft.Properties>, ContextFreeModel {
+    struct Properties: ModelProperties, Equatable { var text = "" }
 }
 
 /// A model without references, for the dictionary form.
-final class Note: Model {
-    struct Properties: Codable, Equatable {
+final class Note: ModelObject<Note.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var text = ""
         var count = 0
     }
-    let storage = ModelStorage(Properties())
     /// A stored property of the class: not persisted.
     var scratch = "not persisted"
 }
 
 /// A model that leaves a property of its struct out of persistence with CodingKeys.
-final class Cached: Model {
-    struct Properties: Codable, Equatable {
+final class Cached: ModelObject<Cached.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var kept = ""
         var derived = 0
         enum CodingKeys: String, CodingKey { case kept }
     }
-    let storage = ModelStorage(Properties())
 }
 
 enum Mood: String, Codable, Equatable { case happy, grumpy, 😀 }
@@ -99,8 +91,8 @@ struct Address: Codable, Equatable {
 }
 
 /// Every supported property type.
-final class Everything: Model {
-    struct Properties: Codable, Equatable {
+final class Everything: ModelObject<Everything.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var string = ""
         var int = 0
         var int8: Int8 = 0
@@ -145,7 +137,6 @@ final class Everything: Model {
         var addresses: [Address] = []
         var location = GeoPoint(latitude: 0, longitude: 0)
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A non-model class whose Codable conformance recurses forever when it points to itself.
@@ -154,11 +145,10 @@ final class LoopingBox: Codable, Equatable {
     static func == (lhs: LoopingBox, rhs: LoopingBox) -> Bool { lhs === rhs }
 }
 
-final class HasLoop: Model {
-    struct Properties: Codable {
+final class HasLoop: ModelObject<HasLoop.Properties> {
+    struct Properties: ModelProperties {
         var box: LoopingBox?
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// Runs `body` with a new context as the current one, for this test only.
@@ -212,7 +202,6 @@ struct Layered: Codable, Equatable {
     }
 }
 
-final class HasLayers: Model {
-    struct Properties: Codable, Equatable { var layered = Layered() }
-    let storage = ModelStorage(Properties())
+final class HasLayers: ModelObject<HasLayers.Properties> {
+    struct Properties: ModelProperties, Equatable { var layered = Layered() }
 }

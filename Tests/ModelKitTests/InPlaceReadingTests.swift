@@ -8,8 +8,8 @@ import Testing
 // place must give exactly what reading by encoding gives, for every condition and every order.
 
 /// A model with a property of every kind the layout reads in place, and some it doesn't.
-final class Gadget: Model {
-    struct Properties: Codable {
+final class Gadget: ModelObject<Gadget.Properties> {
+    struct Properties: ModelProperties {
         var count = 0
         var serial: Int64 = 0
         var rank: Int64?
@@ -25,7 +25,6 @@ final class Gadget: Model {
         var label = ""
         var owner = ModelRef<GadgetOwner>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 struct GadgetInner: Codable {
@@ -34,13 +33,12 @@ struct GadgetInner: Codable {
 }
 
 /// What gadgets reference: itself referencing another owner.
-final class GadgetOwner: Model {
-    struct Properties: Codable {
+final class GadgetOwner: ModelObject<GadgetOwner.Properties> {
+    struct Properties: ModelProperties {
         var size = 0
         var open = false
         var boss = ModelRef<GadgetOwner>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// Random gadgets and owners; some gadgets have no owner, some an owner no longer in the context.

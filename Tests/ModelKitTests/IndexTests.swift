@@ -3,15 +3,14 @@ import ModelKit
 import Testing
 
 /// A model for index tests: ages collide, names share prefixes (some with combining marks).
-final class Member: Model {
-    struct Properties: Codable, Equatable {
+final class Member: ModelObject<Member.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var name = ""
         var age = 0
         var score = 0.0
         var active = false
         var home = Home()
     }
-    let storage = ModelStorage(Properties())
 }
 
 private let memberNames = ["ana", "anabel", "Ana", "ánx", "a\u{301}ny", "bob", "bo", "", "zoë", "zoe\u{308}", "😀x", "b"]

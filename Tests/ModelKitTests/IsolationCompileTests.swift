@@ -11,12 +11,11 @@ private let prelude = """
     import Foundation
     import ModelKit
 
-    final class Author: Model {
-        struct Properties: Codable, Sendable {
+    final class Author: ModelObject<Author.Properties> {
+        struct Properties: ModelProperties, Sendable {
             var name = ""
             var age = 0
         }
-        let storage = ModelStorage(Properties())
     }
 
     actor Importer: ModelActor {
@@ -174,7 +173,7 @@ private let patterns: [Snippet] = [
                 func values() -> [Author.Properties] {
                     let author = Author.instance(in: modelContext)
                     author.name = "Cy"
-                    return [author.storage.properties]
+                    return [author.persistedProperties]
                 }
             }
             @MainActor func run() async {
@@ -187,12 +186,11 @@ private let patterns: [Snippet] = [
     Snippet(
         name: "property values holding a to-one reference travel as ids, and resolve where they arrive",
         body: """
-            final class Post: Model {
-                struct Properties: Codable, Sendable {
+            final class Post: ModelObject<Post.Properties> {
+                struct Properties: ModelProperties, Sendable {
                     var title = ""
                     var author = ModelRef<Author>()
                 }
-                let storage = ModelStorage(Properties())
             }
             extension Importer {
                 func draft(by authorId: ModelID) -> Post.Properties {

@@ -4,8 +4,8 @@ import Testing
 
 /// A model whose decoding derives a value from another: its properties must go through its own
 /// `init(from:)`, never be filled in place.
-final class Shouted: Model {
-    struct Properties: Codable, Equatable {
+final class Shouted: ModelObject<Shouted.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var word = ""
         var length = 0
 
@@ -24,14 +24,13 @@ final class Shouted: Model {
 
         private enum CodingKeys: String, CodingKey { case word }
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A model whose initializer decodes required values into optional properties that are nil by
 /// default: the direct plan only fills properties whose defaults encode as the decoded type, so
 /// these go through the initializer.
-final class Nicknamed: Model {
-    struct Properties: Codable, Equatable {
+final class Nicknamed: ModelObject<Nicknamed.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var nickname: String?
         var rank: Int?
 
@@ -51,13 +50,12 @@ final class Nicknamed: Model {
 
         private enum CodingKeys: String, CodingKey { case nickname, rank }
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A model whose decoding clamps a number and trims a name: plain keys and types, so only the
 /// probes with awkward values can tell that its initializer changes what it reads.
-final class Clamped: Model {
-    struct Properties: Codable, Equatable {
+final class Clamped: ModelObject<Clamped.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var name = ""
         var stock = 0
 
@@ -69,12 +67,11 @@ final class Clamped: Model {
             stock = max(0, try container.decode(Int.self, forKey: .stock))
         }
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A model whose decoding rejects an empty title.
-final class Titled: Model {
-    struct Properties: Codable, Equatable {
+final class Titled: ModelObject<Titled.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var title = "untitled"
 
         init() {}
@@ -87,12 +84,11 @@ final class Titled: Model {
             }
         }
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// Plain properties of every kind the direct fill reads from JSON text.
-final class Reading: Model {
-    struct Properties: Codable, Equatable {
+final class Reading: ModelObject<Reading.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var label = ""
         var count = 0
         var value = 0.0
@@ -100,7 +96,6 @@ final class Reading: Model {
         var words: [String] = []
         var next = ModelRef<Reading>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 @Suite("Loading")
@@ -152,7 +147,7 @@ struct LoadingTests {
             #expect(try snapshot(target) == snapshot(source))
             #expect(target.model(Post.self, objectId: "kept") != nil)
             for post in target.models(of: Post.self) {
-                let author = try #require(post.storage.properties.author.resolve(in: target))
+                let author = try #require(post.persistedProperties.author.resolve(in: target))
                 #expect(author.posts.contains { $0 === post })
             }
         }
@@ -296,7 +291,7 @@ struct LoadingTests {
             guard let id = ModelID(Self.id1), let model = context.model(Reading.self, modelId: id) else {
                 return .failure(CancellationError())
             }
-            return .success(model.storage.properties)
+            return .success(model.persistedProperties)
         } catch {
             #expect(context.isEmpty)
             return .failure(error)

@@ -5,9 +5,8 @@ import Testing
 
 /// A model class that is not final, and a subclass of it: the identity map finds models by their
 /// dynamic class, which for these is not the type they were inserted as.
-class Vehicle: Model {
-    struct Properties: Codable { var wheels = 4 }
-    let storage = ModelStorage(Properties())
+class Vehicle: ModelObject<Vehicle.Properties> {
+    struct Properties: ModelProperties { var wheels = 4 }
     required init() {}
 }
 
@@ -15,6 +14,44 @@ final class Bicycle: Vehicle {}
 
 @Suite("Model footprint")
 struct ModelFootprintTests {
+    @Test("A model is one object whose properties follow 64 bytes of framework state")
+    func oneObject() {
+        #expect(MemoryLayout<ModelMetadata>.size == 41)
+        let author = Author()
+        let address = UInt(bitPattern: Unmanaged.passUnretained(author).toOpaque())
+        let values = author.storage.box.withValuesPointer { UInt(bitPattern: $0) }
+        // 16 bytes of object header, then the metadata, flags, counters and context.
+        #expect(values - address == 16 + 64)
+    }
+
+    @Test("The packed metadata keeps every state, membership and object id it is given")
+    func packedMetadata() {
+        let states: [ModelState] = [.new, .needsData, .loaded]
+        let memberships: [Membership] = [.unmanaged, .managed, .removed]
+        for state in states {
+            for membership in memberships {
+                for objectId in [nil, "", "abc", String(repeating: "k", count: 40)] {
+                    var metadata = ModelMetadata(
+                        modelId: .generate(), objectId: objectId, createdAt: Date(), updatedAt: Date(), state: state,
+                        membership: membership)
+                    #expect(metadata.state == state && metadata.membership == membership && metadata.objectId == objectId)
+                    // Changing one part leaves the others as they were.
+                    for other in states {
+                        metadata.state = other
+                        #expect(metadata.state == other && metadata.membership == membership)
+                    }
+                    for other in memberships {
+                        metadata.membership = other
+                        #expect(metadata.membership == other && metadata.state == states.last)
+                    }
+                    let copy = metadata
+                    metadata.objectId = "changed"
+                    #expect(copy.objectId == objectId && metadata.objectId == "changed")
+                }
+            }
+        }
+    }
+
     @Test("A new model's writes need no change tracker; after a reset the first write makes one and the next reset gives it back")
     func trackerComesAndGoes() {
         let context = ModelContext()

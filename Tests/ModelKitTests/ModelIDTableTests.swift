@@ -71,7 +71,9 @@ struct ModelIdentityMapTests {
         let ids =
             (0..<3_000).map { ModelID(high: 42, low: UInt64($0)) } + (0..<3_000).map { ModelID(high: 43, low: UInt64($0)) }
             + (0..<3_000).map { _ in ModelID(high: random.next(), low: random.next()) }
-        let notes = ids.map { _ in Note() }  // owned here: the map does not retain them
+        // Owned here: the map does not retain them. A map finds a model by its own id.
+        let notes = ids.map(note(withId:))
+        let replacements = ids.map(note(withId:))
         var map = ModelIdentityMap()
         var expected: [ModelID: Note] = [:]
         for (id, note) in zip(ids, notes) {
@@ -87,7 +89,7 @@ struct ModelIdentityMapTests {
             expected[ids[index]] = nil
         }
         for index in stride(from: 1, to: ids.count, by: 7) where expected[ids[index]] != nil {
-            let other = notes[(index + 1) % notes.count]
+            let other = replacements[index]
             map[ids[index]] = other
             expected[ids[index]] = other
         }
@@ -98,12 +100,19 @@ struct ModelIdentityMapTests {
         check(map, against: [:], missing: Array(ids.prefix(100)))
         map.insert(Unmanaged.passUnretained(notes[5]), for: ids[5])
         check(map, against: [ids[5]: notes[5]], missing: [ids[6]])
-        withExtendedLifetime(notes) {}
+        withExtendedLifetime((notes, replacements)) {}
+    }
+
+    /// A note whose model id is `id`.
+    private func note(withId id: ModelID) -> Note {
+        let note = Note()
+        note.storage.metadata.modelId = id
+        return note
     }
 
     @Test("a map made or reserved for many models holds them without growing, and the all-zero id is an id")
     func capacityAndZero() {
-        let notes = (0..<1_000).map { _ in Note() }
+        let notes = (0..<1_000).map { note(withId: ModelID(high: 0, low: UInt64($0))) }
         var map = ModelIdentityMap(minimumCapacity: 10)
         map.reserveCapacity(1_000)
         var expected: [ModelID: Note] = [:]

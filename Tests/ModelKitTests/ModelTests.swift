@@ -110,10 +110,9 @@ import Testing
 
     @Test("Registering two types under one name is a typed error")
     func registryConflict() throws {
-        final class Impostor: Model {
-            struct Properties: Codable {}
-            let storage = ModelStorage(Properties())
-            static var modelName: String { "Author" }
+        final class Impostor: ModelObject<Impostor.Properties> {
+            struct Properties: ModelProperties {}
+            override class var modelName: String { "Author" }
         }
         try ModelRegistry.register(Author.self)
         try ModelRegistry.register(Author.self)  // registering again is harmless

@@ -4,20 +4,18 @@ import Testing
 @testable import ModelKit
 
 /// A model type no test registers: only typed pointers tell the loader what it is.
-final class Unlisted: Model {
-    struct Properties: Codable, Equatable {
+final class Unlisted: ModelObject<Unlisted.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var label = ""
         var back = ModelRef<Lister>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A registered model that points to an ``Unlisted`` one.
-final class Lister: Model {
-    struct Properties: Codable, Equatable {
+final class Lister: ModelObject<Lister.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var item = ModelRef<Unlisted>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// Loading into an empty context reads the input once, making the target of a pointer to a model

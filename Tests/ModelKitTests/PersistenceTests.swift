@@ -55,7 +55,7 @@ struct PersistenceTests {
         #expect(target.count == source.count)
         #expect(try snapshot(target) == snapshot(source))
         for post in target.models(of: Post.self) {
-            let author = try #require(post.storage.properties.author.resolve(in: target))
+            let author = try #require(post.persistedProperties.author.resolve(in: target))
             #expect(author.posts.contains { $0 === post })
         }
     }
@@ -148,8 +148,8 @@ struct PersistenceTests {
         try target.load(data)
         let copy = try #require(target.model(Everything.self, modelId: model.modelId))
         #expect(copy.double.isNaN)
-        var expected = model.storage.properties
-        var actual = copy.storage.properties
+        var expected = model.persistedProperties
+        var actual = copy.persistedProperties
         expected.double = 0
         actual.double = 0
         if format == .xmlPropertyList {
@@ -188,10 +188,10 @@ struct PersistenceTests {
             let target = ModelContext()
             try target.load(try context.data(format: format))
             let loopCopy = try #require(target.model(VeryConvolutedExample.self, modelId: loop.modelId))
-            #expect(loopCopy.storage.properties.circular.resolve(in: target) === loopCopy)
+            #expect(loopCopy.persistedProperties.circular.resolve(in: target) === loopCopy)
             let authorCopy = try #require(target.model(Author.self, modelId: author.modelId))
-            #expect(authorCopy.storage.properties.posts.ids == [first.modelId, first.modelId, second.modelId])
-            #expect(target.model(Post.self, modelId: lonely.modelId)?.storage.properties.author.isEmpty == true)
+            #expect(authorCopy.persistedProperties.posts.ids == [first.modelId, first.modelId, second.modelId])
+            #expect(target.model(Post.self, modelId: lonely.modelId)?.persistedProperties.author.isEmpty == true)
         }
     }
 

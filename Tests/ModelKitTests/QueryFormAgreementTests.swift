@@ -7,13 +7,12 @@ import Testing
 // every string option, are checked in all three forms against a plain-Swift reference.
 
 /// A model with optional and plain strings and a string array, for the agreement tests.
-final class Critter: Model {
-    struct Properties: Codable {
+final class Critter: ModelObject<Critter.Properties> {
+    struct Properties: ModelProperties {
         var name = ""
         var nickname: String?
         var tags: [String] = []
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// One condition on a string, in a form each of the three APIs and the reference can take.

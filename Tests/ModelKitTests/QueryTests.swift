@@ -3,8 +3,8 @@ import ModelKit
 import Testing
 
 /// A model with a property of every kind the query engine compares.
-final class Person: Model {
-    struct Properties: Codable, Equatable {
+final class Person: ModelObject<Person.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var name = ""
         var age = 0
         var score = 0.0
@@ -18,7 +18,6 @@ final class Person: Model {
         var website: URL?
         var friend = ModelRef<Person>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 struct Home: Codable, Equatable {

@@ -81,14 +81,14 @@ struct RoundTripTests {
     func extremesRoundTrip(route: Route) throws {
         let model = Self.extremes()
         let copy = try Self.roundTrip(model, route)
-        #expect(copy.storage.properties == model.storage.properties)
+        #expect(copy.persistedProperties == model.persistedProperties)
         #expect(copy.optionalDouble?.sign == .minus)
     }
 
     @Test("Default values come back equal", arguments: Route.allCases)
     func defaultsRoundTrip(route: Route) throws {
         let model = Everything()
-        #expect(try Self.roundTrip(model, route).storage.properties == model.storage.properties)
+        #expect(try Self.roundTrip(model, route).persistedProperties == model.persistedProperties)
     }
 
     @Test("nil everywhere comes back nil", arguments: Route.allCases)
@@ -106,7 +106,7 @@ struct RoundTripTests {
         model.optionalGeo = nil
         model.optionals = [nil, nil]
         let copy = try Self.roundTrip(model, route)
-        #expect(copy.storage.properties == model.storage.properties)
+        #expect(copy.persistedProperties == model.persistedProperties)
     }
 
     @Test("NaN and infinities come back", arguments: Route.allCases)

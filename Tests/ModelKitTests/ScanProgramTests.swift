@@ -10,8 +10,8 @@ import Testing
 
 /// A model with a property of every kind a scan reads in place, one it can't (a computed
 /// property) and a reference.
-final class Specimen: Model {
-    struct Properties: Codable {
+final class Specimen: ModelObject<Specimen.Properties> {
+    struct Properties: ModelProperties {
         var name = ""
         var nickname: String?
         var age = 0
@@ -22,7 +22,6 @@ final class Specimen: Model {
         var tags: [String] = []
         var friend = ModelRef<Specimen>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 extension Specimen.Properties {

@@ -4,13 +4,12 @@ import Testing
 
 /// The current version of a model whose files have changed over time (see the fixture files in
 /// Fixtures/Persistence): `theme` was added, `karma` removed, `name` renamed to `fullName`.
-final class Profile: Model, PropertyRenaming {
-    struct Properties: Codable, Equatable {
+final class Profile: ModelObject<Profile.Properties>, PropertyRenaming {
+    struct Properties: ModelProperties, Equatable {
         var fullName = ""
         var email = ""
         var theme = "light"
     }
-    let storage = ModelStorage(Properties())
     static var renamedProperties: [String: String] { ["fullName": "name"] }
 }
 
@@ -37,7 +36,7 @@ struct SchemaEvolutionTests {
     func addedProperty() throws {
         let profile = try loadProfile("added-property")
         #expect(
-            profile.storage.properties == Profile.Properties(fullName: "Ada Lovelace", email: "ada@example.com", theme: "light"))
+            profile.persistedProperties == Profile.Properties(fullName: "Ada Lovelace", email: "ada@example.com", theme: "light"))
         #expect(profile.objectId == "p1")
         #expect(profile.createdAt == Date(timeIntervalSinceReferenceDate: 725_857_445.5))
     }
@@ -46,7 +45,7 @@ struct SchemaEvolutionTests {
     func removedProperty() throws {
         let profile = try loadProfile("removed-property")
         #expect(
-            profile.storage.properties == Profile.Properties(fullName: "Ada Lovelace", email: "ada@example.com", theme: "dark"))
+            profile.persistedProperties == Profile.Properties(fullName: "Ada Lovelace", email: "ada@example.com", theme: "dark"))
     }
 
     @Test("a renamed property is read from its old name, in JSON and in a foreign binary property list")

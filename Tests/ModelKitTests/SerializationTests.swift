@@ -99,7 +99,7 @@ import Testing
                 fromPropertyList: value.propertyListObject, format: .binary, options: 0)
             let object = try PropertyListSerialization.propertyList(from: bytes, options: [], format: nil)
             let copy = try Everything.instance(from: ModelValue(propertyList: object), in: ModelContext())
-            #expect(copy.storage.properties == model.storage.properties)
+            #expect(copy.persistedProperties == model.persistedProperties)
         }
     }
 
@@ -148,7 +148,7 @@ import Testing
         let author = Author.instance(in: ModelContext())
         let copy = try Author.instance(fromJSON: author.jsonData(), in: ModelContext())
         #expect(copy.posts.isEmpty)
-        #expect(copy.storage.properties == author.storage.properties)
+        #expect(copy.persistedProperties == author.persistedProperties)
     }
 
     @Test("A 100,000-long chain serializes and loads without deep recursion")
@@ -259,7 +259,7 @@ import Testing
         let model = try Everything.instance(from: value, in: ModelContext())
         var expected = Everything.Properties()
         expected.string = "only this"
-        #expect(model.storage.properties == expected)
+        #expect(model.persistedProperties == expected)
     }
 
     @Test("Hand-written Codable with super encoders works without a super coding key")
@@ -280,11 +280,11 @@ import Testing
         let post = Post.instance(in: context)
         post.author = author
         author.posts.append(post)
-        let data = try JSONEncoder().encode(post.storage.properties)
+        let data = try JSONEncoder().encode(post.persistedProperties)
         let decoded = try JSONDecoder().decode(Post.Properties.self, from: data)
         #expect(decoded.author.id == author.modelId)
         #expect(decoded.author.resolve(in: context) === author)
-        let authorData = try JSONEncoder().encode(author.storage.properties)
+        let authorData = try JSONEncoder().encode(author.persistedProperties)
         #expect(try JSONDecoder().decode(Author.Properties.self, from: authorData).posts.ids == [post.modelId])
     }
 }

@@ -80,7 +80,7 @@ actor BlogEditor: ModelActor {
         try other.merge(snapshot)
         #expect(other.count == 4)  // the author and the posts it reaches
         let copy = try #require(other.model(Author.self, modelId: authors[0].modelId))
-        #expect(copy.storage.properties == authors[0].storage.properties)
+        #expect(copy.persistedProperties == authors[0].persistedProperties)
         #expect(copy.posts.allSatisfy { $0.author === copy })
     }
 

@@ -7,8 +7,8 @@ import Testing
 // every format and equal `properties`, whatever order their sets and dictionaries iterate in.
 
 /// A model with sets and dictionaries of several kinds.
-final class Bag: Model {
-    struct Properties: Codable, Equatable {
+final class Bag: ModelObject<Bag.Properties> {
+    struct Properties: ModelProperties, Equatable {
         var words: Set<String> = []
         var numbers: Set<Int> = []
         var dates: Set<Date> = []
@@ -20,7 +20,6 @@ final class Bag: Model {
         var byUUID: [UUID: Bool] = [:]
         var friends: Set<ModelRef<Bag>> = []
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// The same values built in two insertion orders and capacities, so that they iterate differently.

@@ -5,37 +5,34 @@ import ModelKit
 
 // MARK: - ModelKit models
 
-final class BenchAuthor: Model {
-    struct Properties: Codable {
+final class BenchAuthor: ModelObject<BenchAuthor.Properties> {
+    struct Properties: ModelProperties {
         var name = ""
         var email = ""
         var age = 0
         var posts = ModelArray<BenchPost>()
     }
-    let storage = ModelStorage(Properties())
-    static var modelName: String { "Author" }
+    override class var modelName: String { "Author" }
 }
 
-final class BenchPost: Model {
-    struct Properties: Codable {
+final class BenchPost: ModelObject<BenchPost.Properties> {
+    struct Properties: ModelProperties {
         var title = ""
         var body = ""
         var publishedAt = Date()
         var author = ModelRef<BenchAuthor>()
         var tags: [String] = []
     }
-    let storage = ModelStorage(Properties())
-    static var modelName: String { "Post" }
+    override class var modelName: String { "Post" }
 }
 
 /// The root that makes the whole graph reachable for serialization: it holds every author, and
 /// the authors hold every post.
-final class BenchBlog: Model {
-    struct Properties: Codable {
+final class BenchBlog: ModelObject<BenchBlog.Properties> {
+    struct Properties: ModelProperties {
         var authors = ModelArray<BenchAuthor>()
     }
-    let storage = ModelStorage(Properties())
-    static var modelName: String { "Blog" }
+    override class var modelName: String { "Blog" }
 }
 
 // MARK: - Plain Codable structs (acyclic: references are ids)

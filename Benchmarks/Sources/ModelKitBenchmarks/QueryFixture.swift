@@ -7,8 +7,8 @@ import ModelKit
 // ten keeps a million authors within memory; one reference is what changes how a model is held).
 
 /// An author for the query benchmarks.
-final class QueryAuthor: Model {
-    struct Properties: Codable {
+final class QueryAuthor: ModelObject<QueryAuthor.Properties> {
+    struct Properties: ModelProperties {
         var name = ""
         var age = 0
         var city = ""
@@ -16,16 +16,14 @@ final class QueryAuthor: Model {
         var tags: [String] = []
         var posts = ModelArray<QueryPost>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// The post that references a ``QueryAuthor``.
-final class QueryPost: Model {
-    struct Properties: Codable {
+final class QueryPost: ModelObject<QueryPost.Properties> {
+    struct Properties: ModelProperties {
         var title = ""
         var author = ModelRef<QueryAuthor>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// The peer of ``QueryAuthor``: a plain final class with the same stored data.

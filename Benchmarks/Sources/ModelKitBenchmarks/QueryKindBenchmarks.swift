@@ -9,8 +9,8 @@ import ModelKit
 // of the same models. Every filter selects 1% of the members.
 
 /// A member for the query-kind benchmarks.
-final class QueryMember: Model {
-    struct Properties: Codable {
+final class QueryMember: ModelObject<QueryMember.Properties> {
+    struct Properties: ModelProperties {
         var name = ""
         var age = 0
         /// Nil for every other member.
@@ -19,15 +19,13 @@ final class QueryMember: Model {
         var location = GeoPoint(latitude: 0, longitude: 0)
         var team = ModelRef<QueryTeam>()
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// A team of the query-kind benchmarks, referenced by members.
-final class QueryTeam: Model {
-    struct Properties: Codable {
+final class QueryTeam: ModelObject<QueryTeam.Properties> {
+    struct Properties: ModelProperties {
         var size = 0
     }
-    let storage = ModelStorage(Properties())
 }
 
 /// n members and 100 teams in one context.

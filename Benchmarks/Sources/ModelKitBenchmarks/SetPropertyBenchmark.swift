@@ -24,12 +24,11 @@ final class PlainCounter {
 }
 
 /// A model used only by these benchmarks, with the property the loops write.
-final class Counter: Model {
-    struct Properties: Codable {
+final class Counter: ModelObject<Counter.Properties> {
+    struct Properties: ModelProperties {
         var age = 0
         var name = ""
     }
-    let storage = ModelStorage(Properties())
 }
 
 extension Benchmarks {

@@ -4,28 +4,26 @@ import ModelKit
 // Model types that use every kind of property the readers decode: the fuzzer's mutations of
 // their files reach every reading path.
 
-public final class FuzzAuthor: Model {
-    public struct Properties: Codable {
+public final class FuzzAuthor: ModelObject<FuzzAuthor.Properties> {
+    public struct Properties: ModelProperties {
         var name = ""
         var age = 0
         var born: Date?
         var site: URL?
         var posts = ModelArray<FuzzPost>()
         var best = ModelRef<FuzzPost>()
+        public init() {}
     }
-    public let storage = ModelStorage(Properties())
-    public init() {}
 }
 
-public final class FuzzPost: Model {
-    public struct Properties: Codable {
+public final class FuzzPost: ModelObject<FuzzPost.Properties> {
+    public struct Properties: ModelProperties {
         var title = ""
         var score = 0.0
         var tags: [String] = []
         var author = ModelRef<FuzzAuthor>()
+        public init() {}
     }
-    public let storage = ModelStorage(Properties())
-    public init() {}
 }
 
 public struct FuzzPlace: Codable {
@@ -34,8 +32,8 @@ public struct FuzzPlace: Codable {
     var point = GeoPoint(latitude: 0, longitude: 0)
 }
 
-public final class FuzzEverything: Model {
-    public struct Properties: Codable {
+public final class FuzzEverything: ModelObject<FuzzEverything.Properties> {
+    public struct Properties: ModelProperties {
         var small: Int8 = 0
         var large: UInt64 = 0
         var ratio: Float = 0
@@ -48,9 +46,8 @@ public final class FuzzEverything: Model {
         var byNumber: [Int: String] = [:]
         var place = FuzzPlace()
         var places: [FuzzPlace] = []
+        public init() {}
     }
-    public let storage = ModelStorage(Properties())
-    public init() {}
 }
 
 public enum FuzzModels {

@@ -93,7 +93,7 @@ import Synchronization
     }
 }
 
-/// The models a model holds (see ``ModelBox/held``), in a class that is not generic so that
+/// The models a model holds (see ``ModelObject/held``), in a class that is not generic so that
 /// code not specialized for the model's type (to-many mutations) reads them at a fixed offset,
 /// without looking up the tracker's generic metadata.
 @usableFromInline class HeldModels {

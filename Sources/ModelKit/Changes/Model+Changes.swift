@@ -97,7 +97,7 @@ extension Model {
         case .newUntouched:
             return
         case .newWritten:
-            original = Self().storage.values
+            original = Properties()
         }
         let pending = _willChange()
         storage.values = original

@@ -202,15 +202,13 @@ public final class ModelContext {
     }
 
     private static func estimatedSize<M: Model>(of model: M) -> Int {
-        // The instance (object header, the storage handle); its box (object header, properties,
-        // metadata, packed counters and flags, two pointers); its change tracker when it has one
-        // (object header, the values at the reset, two pointers); its identity-map slot and
-        // type-list entry.
-        let instance = 16 + MemoryLayout.size(ofValue: model.storage)
-        let box = 16 + MemoryLayout<M.Properties>.stride + MemoryLayout<ModelMetadata>.size + 14 + 2 * 8
+        // The model object (object header, framework state, properties, the tracker pointer);
+        // its change tracker when it has one (object header, the values at the reset, two
+        // pointers); its identity-map slot and type-list entry.
+        let object = 16 + MemoryLayout<ModelMetadata>.size + 15 + MemoryLayout<M.Properties>.stride + 8
         let tracker = model.storage.tracker == nil ? 0 : 16 + MemoryLayout<M.Properties?>.stride + 2 * 8
         let entry = MemoryLayout<ModelIdentityMap.Slot>.stride + MemoryLayout<M>.stride
-        return instance + box + tracker + entry + (model.objectId?.utf8.count ?? 0)
+        return object + tracker + entry + (model.objectId?.utf8.count ?? 0)
     }
 
     /// Every model in the context, in no particular order.
@@ -283,7 +281,7 @@ public final class ModelContext {
     /// to a reference of a model in this context joins it. Returns whether the model is here now;
     /// if not (it is in another context, or context-free), the owner must hold it.
     ///
-    /// - Complexity: O(1), plus the models it holds (see ``ModelBox/held``).
+    /// - Complexity: O(1), plus the models it holds (see ``ModelObject/held``).
     @discardableResult
     func adopt<M: Model>(_ model: M) -> Bool {
         if model.storage.context === self { return true }

@@ -5,7 +5,7 @@ import Foundation
 /// A `GeoPoint` is a value, not a model: use it as a property.
 ///
 /// ```swift
-/// struct Properties: Codable {
+/// struct Properties: ModelProperties {
 ///     var name = ""
 ///     var location = GeoPoint(latitude: 10.765, longitude: 106.690)
 /// }

@@ -179,7 +179,7 @@ extension Model {
 
     /// Makes sure this model can reach `target` and keeps it alive: this model's context adopts
     /// it when it has never been in one; a model in no context, or a target in another context,
-    /// is held by this model (see ``ModelBox/held``).
+    /// is held by this model (see ``ModelObject/held``).
     func adopt<Target: Model>(_ target: Target) {
         let context = storage.context
         if let context, context.adopt(target) { return }

@@ -3,19 +3,18 @@ import Observation
 
 /// A class whose persisted properties ModelKit manages: the Swift counterpart of `MKitModel`.
 ///
-/// Declare the persisted properties in a nested `Codable` struct named `Properties`, with default
-/// values, and add one line of framework state:
+/// Subclass ``ModelObject`` and declare the persisted properties in a nested `Codable` struct
+/// named `Properties`, with default values:
 ///
 /// ```swift
-/// final class Author: Model {
-///     struct Properties: Codable {
+/// final class Author: ModelObject<Author.Properties> {
+///     struct Properties: ModelProperties {
 ///         var name = ""
 ///         var email = ""
 ///         var birthday: Date?
 ///         var age = 0
 ///         var posts = ModelArray<Post>()      // to-many reference, weak
 ///     }
-///     let storage = ModelStorage(Properties())
 ///
 ///     var avatarCache: Data?                   // outside Properties: never persisted
 /// }
@@ -34,8 +33,9 @@ import Observation
 /// `Properties`, a `CodingKeys` enum that leaves a property out excludes it too.
 ///
 /// ## Rules
-/// - Use a `final class`, and let the struct have default values for every property so that the
-///   class gets its `init()`.
+/// - Subclass ``ModelObject`` (a `final class` is best: its accessors need no dynamic dispatch),
+///   and give every property of the struct a default value: ``ModelProperties`` asks for the
+///   `init()` that gives it.
 /// - Reference other models with ``ModelRef`` (to-one) and ``ModelArray`` (to-many). Both are weak:
 ///   the context owns models, so cyclic graphs never leak.
 /// - A model is used by one thread (or task) at a time, like any other class instance; contexts
@@ -47,16 +47,9 @@ import Observation
 /// framework (`withObservationTracking`, SwiftUI): every model is `Observable`, without macros.
 /// See ``changes``, ``observeChanges(_:)``, ``changeEvents()`` and ``beginChanges()``.
 @dynamicMemberLookup
-public protocol Model: AnyObject, Observable {
+public protocol Model: AnyModelObject, Observable {
     /// The persisted properties of the model, as a `Codable` struct with default values.
-    associatedtype Properties: Codable
-
-    /// The model's framework state and persisted properties. Declare it as
-    /// `let storage = ModelStorage(Properties())` and leave it to ModelKit.
-    ///
-    /// Declare it with `let`: a `var` works too, but then every property write pays for Swift's
-    /// run-time exclusivity check on the model's stored property.
-    var storage: ModelStorage<Properties> { get }
+    associatedtype Properties: ModelProperties
 
     /// Creates a model with default properties, outside any context.
     ///
@@ -65,13 +58,8 @@ public protocol Model: AnyObject, Observable {
 
     /// The name written to serialized data and used to find the type again when reading it.
     ///
-    /// Defaults to the type's name. Override it to keep files readable after renaming the class,
-    /// or to match a backend's class name, like `modelName` in ModelKit for Objective-C.
+    /// ``ModelObject`` gives the class's name; override it there (`override class var`).
     static var modelName: String { get }
-}
-
-extension Model {
-    public static var modelName: String { String(describing: Self.self) }
 }
 
 /// A model that is never added to a context automatically: the counterpart of `MKitNoContext`.
@@ -80,9 +68,17 @@ extension Model {
 /// them alive. ``Model/addToContext(_:)`` still registers one explicitly.
 ///
 /// ```swift
-/// final class Draft: Model, ContextFreeModel {
-///     struct Properties: Codable { var text = "" }
-///     let storage = ModelStorage(Properties())
+/// final class Draft: ModelObject<Draft.Properties>, ContextFreeModel {
+///     struct Properties: ModelProperties { var text = "" }
 /// }
 /// ```
 public protocol ContextFreeModel: Model {}
+
+extension Model {
+    /// The model's properties and framework state, typed. Every model is a
+    /// `ModelObject<Properties>`: only ``ModelObject`` can subclass ``AnyModelObject``, and its
+    /// generic parameter is the conformance's `Properties`.
+    @inlinable var storage: ModelStorage<Properties> {
+        ModelStorage(box: unsafeDowncast(self, to: ModelObject<Properties>.self))
+    }
+}

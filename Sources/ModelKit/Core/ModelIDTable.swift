@@ -180,12 +180,25 @@ enum ModelIDHashing {
     /// log2 of that size. Ids whose counters differ only in their low three bits share a block
     /// of eight slots.
     @inline(__always) static func home(of id: ModelID, shift: Int, mask: Int) -> Int {
+        // The top bits pick the block; the id's low three bits the slot in it.
+        Int(truncatingIfNeeded: (mixed(id) >> UInt64(shift)) ^ (id.low & 7)) & mask
+    }
+
+    /// ``home(of:shift:mask:)`` and four more bits of the hash, which differ between the ids of
+    /// one block: ``ModelIdentityMap`` keeps them next to each model so that probing past other
+    /// ids rarely needs to read those ids from their models.
+    @inline(__always) static func homeAndTag(of id: ModelID, shift: Int, mask: Int) -> (home: Int, tag: UInt) {
+        let mixed = mixed(id)
+        let home = Int(truncatingIfNeeded: (mixed >> UInt64(shift)) ^ (id.low & 7)) & mask
+        // Bits 8–11 lie below the block bits of any table smaller than 2^52 slots.
+        return (home, UInt(truncatingIfNeeded: (mixed >> 8) ^ id.low) & 15)
+    }
+
+    @inline(__always) private static func mixed(_ id: ModelID) -> UInt64 {
         let keys = Self.keys
         var mixed = (id.low >> 3) &* keys.0
         mixed ^= mixed >> 29
-        mixed = (mixed ^ id.high ^ keys.1) &* keys.2
-        // The top bits pick the block; the id's low three bits the slot in it.
-        return Int(truncatingIfNeeded: (mixed >> UInt64(shift)) ^ (id.low & 7)) & mask
+        return (mixed ^ id.high ^ keys.1) &* keys.2
     }
 
     /// Whether `count` ids are too many for `size` slots. Linear probing stays short up to 70%

@@ -453,7 +453,7 @@ final class GraphLoader {
     /// generation are set now, while its storage is at hand: registering then has nothing to
     /// write to it when the type's list was empty and nothing changed meanwhile (otherwise it
     /// sets them again).
-    func enlist<M: Model>(_ model: consuming M, _ box: ModelBox<M.Properties>, id: ModelID, objectId: String?) {
+    func enlist<M: Model>(_ model: consuming M, _ box: ModelObject<M.Properties>, id: ModelID, objectId: String?) {
         let batch = batch(for: M.self)
         box.typeSlot = batch.count
         box.insertedGeneration = stagedGeneration
@@ -539,7 +539,7 @@ final class GraphLoader {
 
     /// Fills in a new model's storage: its values, identity and membership.
     private static func fill<Properties>(
-        _ box: ModelBox<Properties>, with properties: consuming Properties, _ header: Header,
+        _ box: ModelObject<Properties>, with properties: consuming Properties, _ header: Header,
         joining context: Unmanaged<ModelContext>?
     ) {
         // The values move into the storage: copying them would copy every string, array and
@@ -550,7 +550,7 @@ final class GraphLoader {
 
     /// Gives a model its loaded identity, and a new model its membership of `context`.
     private static func stamp<Properties>(
-        _ box: ModelBox<Properties>, _ header: Header, joining context: Unmanaged<ModelContext>?
+        _ box: ModelObject<Properties>, _ header: Header, joining context: Unmanaged<ModelContext>?
     ) {
         box.metadata.objectId = header.objectId
         if let createdAt = header.createdAt { box.metadata.createdAt = createdAt }

@@ -30,7 +30,7 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) var writtenContext: ModelContext?
     /// The context of the model being written: its references resolve there.
     @exclusivity(unchecked) var ownerContext: ModelContext?
-    /// What the model being written holds while it is in no context (see ``ModelBox/held``).
+    /// What the model being written holds while it is in no context (see ``ModelObject/held``).
     @exclusivity(unchecked) var ownerHeld: [AnyObject] = []
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []

@@ -57,7 +57,7 @@ extension PropertyLayout {
         }
         // The same offsets must read a default instance's values as its encoding gives them.
         if case .object(let defaults) = template {
-            var instance = M().storage.values
+            var instance = M.Properties()
             withUnsafeBytes(of: &instance) { bytes in
                 guard let base = bytes.baseAddress else { return }
                 for (key, field) in fields

@@ -5,7 +5,7 @@ import Foundation
 /// The Swift counterpart of `MKitMutableModelArray`.
 ///
 /// ```swift
-/// struct Properties: Codable {
+/// struct Properties: ModelProperties {
 ///     var posts = ModelArray<Post>()
 /// }
 ///
@@ -26,7 +26,7 @@ public struct ModelArray<Element: Model> {
     /// out. `nil`: elements resolve only among `held`.
     weak var context: ModelContext?
     /// The models elements resolve among when the context has not got them: those the owner
-    /// holds (see ``ModelBox/held``), and `added`.
+    /// holds (see ``ModelObject/held``), and `added`.
     var held: [AnyObject] = []
     /// Models added to this array that its context could not adopt (there was none, or they are
     /// in another context): the owner takes them when the array is stored, its context adopting

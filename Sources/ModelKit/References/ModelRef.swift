@@ -3,12 +3,11 @@ import Foundation
 /// A to-one reference to another model, stored in `Properties`.
 ///
 /// ```swift
-/// final class Post: Model {
-///     struct Properties: Codable {
+/// final class Post: ModelObject<Post.Properties> {
+///     struct Properties: ModelProperties {
 ///         var title = ""
 ///         var author = ModelRef<Author>()
 ///     }
-///     let storage = ModelStorage(Properties())
 /// }
 ///
 /// post.author = author          // read and write it as `Author?`
@@ -82,7 +81,7 @@ public struct ModelRef<Target: Model> {
     }
 
     /// The target for an owner in `context`, else among the models the owner holds (see
-    /// ``ModelBox/held``: models given to it while it was in no context, or from other contexts).
+    /// ``ModelObject/held``: models given to it while it was in no context, or from other contexts).
     ///
     /// `held` is only evaluated when the context has no such model (it rarely is: a model in a
     /// context holds only targets in other contexts).

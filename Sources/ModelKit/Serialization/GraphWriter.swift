@@ -13,7 +13,7 @@ final class GraphWriter {
     private(set) var sawReference = false
     /// The context of the model being encoded: its references resolve there.
     weak var ownerContext: ModelContext?
-    /// What the model being encoded holds while it is in no context (see ``ModelBox/held``).
+    /// What the model being encoded holds while it is in no context (see ``ModelObject/held``).
     var ownerHeld: [AnyObject] = []
     /// Whether references are resolved, to write their targets too (a graph); otherwise a
     /// reference is written as the pointer its id makes (one model's values).

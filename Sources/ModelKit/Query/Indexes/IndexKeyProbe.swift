@@ -7,7 +7,7 @@ enum IndexKeyProbe {
         // Through the stored property's offset, so that `let` properties and read-only key path
         // objects (what a key path literal becomes where a `KeyPath` is expected) work too.
         guard let offset = MemoryLayout<M.Properties>.offset(of: keyPath) else { return nil }
-        var properties = M().storage.values
+        var properties = M.Properties()
         guard let changed = different(from: properties[keyPath: keyPath]) else { return nil }
         let writer = GraphWriter(format: .propertyList)
         guard let before = try? writer.encodeProperties(properties) else { return nil }
