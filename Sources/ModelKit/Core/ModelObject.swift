@@ -28,36 +28,36 @@ public protocol ModelProperties: Codable {
 open class AnyModelObject {
     // The fields are ordered so that the small ones pack into the bytes after the metadata's
     // last field: every model has them, and 8 bytes here are 8 bytes per model.
-    @usableFromInline @exclusivity(unchecked) var metadata: ModelMetadata
+    @usableFromInline @exclusivity(unchecked) final var metadata: ModelMetadata
     /// Whether a persisted property was read since the last write (the read may have been
     /// tracked by the Observation framework): the next write must tell the framework.
-    @usableFromInline @exclusivity(unchecked) var observed = false
+    @usableFromInline @exclusivity(unchecked) final var observed = false
     /// Set when a property changed after `updatedAt` was last stamped; the stamp is taken when
     /// `updatedAt` is next read (or the change is reported), so that writes need no clock read.
-    @usableFromInline @exclusivity(unchecked) var stampPending = false
+    @usableFromInline @exclusivity(unchecked) final var stampPending = false
     /// What the model's changes compare with: a new model's are what differs from the type's
     /// default values until its first reset, so that its first writes need no saved copy (most
     /// models are created, filled in and saved, and never reset in between).
-    @usableFromInline @exclusivity(unchecked) var baseline = ChangeBaseline.newUntouched
+    @usableFromInline @exclusivity(unchecked) final var baseline = ChangeBaseline.newUntouched
     /// Equal to ``ChangeEpoch/current`` while a write needs no bookkeeping at all: the values at
     /// the last reset are saved, `updatedAt` is marked for stamping, the context knows the model
     /// changed and nobody wants to hear about each write. Anything that changes one of these
     /// sets it to 0, and the next write takes the slow path once and re-establishes it.
-    @usableFromInline @exclusivity(unchecked) var quietEpoch: UInt32 = 0
+    @usableFromInline @exclusivity(unchecked) final var quietEpoch: UInt32 = 0
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.
-    @usableFromInline @exclusivity(unchecked) var insertedGeneration: UInt32 = 0
+    @usableFromInline @exclusivity(unchecked) final var insertedGeneration: UInt32 = 0
     /// The model's position in its context's list of models of its type (see
     /// `ModelContext.Registry`), or -1. 32 bits: a context holds fewer than 2^31 models of a type.
-    @exclusivity(unchecked) private var storedTypeSlot: Int32 = -1
+    @exclusivity(unchecked) private final var storedTypeSlot: Int32 = -1
     /// The context that holds the model. Not `weak`: a weak reference costs an atomic operation
     /// on the context's side table to form and to read, on every insert, load and reference
     /// read. The pointer is valid exactly while the context holds the model: inserting sets it,
     /// and removing, clearing, and the context's deinitializer clear it.
-    @usableFromInline @exclusivity(unchecked) unowned(unsafe) var context: ModelContext?
+    @usableFromInline @exclusivity(unchecked) unowned(unsafe) final var context: ModelContext?
 
     /// See `storedTypeSlot`.
-    var typeSlot: Int {
+    final var typeSlot: Int {
         get { Int(storedTypeSlot) }
         set { storedTypeSlot = Int32(truncatingIfNeeded: newValue) }
     }
@@ -90,11 +90,11 @@ open class AnyModelObject {
 /// - Complexity: A model takes its properties' size plus 104 bytes (see
 ///   Docs/ModelsAndReferences.md, "What a model costs").
 open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
-    @usableFromInline @exclusivity(unchecked) var values: Properties
+    @usableFromInline @exclusivity(unchecked) final var values: Properties
     /// What only some models need: the values at the last reset once a property changed,
     /// observers, batches, held models. Made when first needed and dropped when it holds nothing
     /// again, so that an unchanged model spends one pointer on all of it.
-    @usableFromInline @exclusivity(unchecked) var tracker: ChangeTracker<Properties>?
+    @usableFromInline @exclusivity(unchecked) final var tracker: ChangeTracker<Properties>?
 
     /// Creates a model with default properties and a fresh ``ModelID``, outside any context.
     ///
@@ -134,7 +134,7 @@ open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
     /// then. Without them, a graph built before it joins a context would have nothing keeping
     /// its parts alive (references do not retain). The context it joins adopts them, and the
     /// list is emptied; a model in a context holds only targets in other contexts.
-    var held: [AnyObject] {
+    final var held: [AnyObject] {
         get { (tracker as HeldModels?)?.held ?? [] }
         set {
             if let tracker = tracker as HeldModels? {
@@ -163,19 +163,19 @@ open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
     }
 
     /// Adds `models` to ``held``; nothing to do (the usual case) when there are none.
-    func hold(_ models: [AnyObject]) {
+    final func hold(_ models: [AnyObject]) {
         if !models.isEmpty { held += models }
     }
 
     /// Forgets the tracker once nothing in it is in use, giving its memory back.
-    @usableFromInline func dropTrackerIfEmpty() {
+    @usableFromInline final func dropTrackerIfEmpty() {
         if let tracker, tracker.isEmpty { self.tracker = nil }
     }
 
     /// Calls `body` with the address of the properties, for reading stored properties at their
     /// offsets (`MemoryLayout<Properties>.offset(of:)`). The pointer is valid only during `body`.
     @inlinable
-    func withValuesPointer<Result>(_ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
+    final func withValuesPointer<Result>(_ body: (UnsafeRawPointer) throws -> Result) rethrows -> Result {
         try withUnsafeMutablePointer(to: &values) { try body(UnsafeRawPointer($0)) }
     }
 }

@@ -6,10 +6,11 @@ import Foundation
 /// Keeping the properties in one struct is what lets ModelKit replace all of them at once when a
 /// model is reloaded (so instances held by the app stay valid) without reflection.
 @usableFromInline struct ModelStorage<Properties: ModelProperties> {
-    /// The model itself, unretained: a storage value is made from the model where it is used
-    /// (`Model.storage`) and never outlives that use, so retaining would only add two atomic
-    /// operations to every property access. (Never take the storage of a temporary model.)
-    @usableFromInline unowned(unsafe) let box: ModelObject<Properties>
+    /// The model itself. A storage value is made from the model where it is used
+    /// (`Model.storage`), from a reference the caller holds, so the optimizer drops the retain.
+    /// (Not `unowned(unsafe)`: reading a property in place through such a reference makes the
+    /// compiler retain the object and copy the whole `Properties` struct, on every access.)
+    @usableFromInline let box: ModelObject<Properties>
 
     @inlinable init(box: ModelObject<Properties>) {
         self.box = box
