@@ -38,8 +38,8 @@ import Observation
 ///   `init()` that gives it.
 /// - Reference other models with ``ModelRef`` (to-one) and ``ModelArray`` (to-many). Both are weak:
 ///   the context owns models, so cyclic graphs never leak.
-/// - A model is used by one thread (or task) at a time, like any other class instance; contexts
-///   are thread-safe. See ``ModelContext``.
+/// - A model belongs to its context's isolation domain (the main actor, or an actor of the
+///   app's); hand other domains its ``modelId`` or a snapshot. See ``ModelContext``.
 ///
 /// ## Changes and observation
 /// ModelKit tracks which persisted properties changed since the last ``resetChanges()``, posts

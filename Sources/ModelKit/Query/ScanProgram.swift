@@ -10,19 +10,17 @@ import ModelKitShims
 /// Opens a model's properties and runs the in-place steps of a scan on them.
 @usableFromInline struct PropertiesOpener {
     @usableFromInline let open: (AnyObject, ScanProgram.InPlaceRun) throws -> Int
-    /// The address of the object that holds a model's properties: only ever a prefetch hint.
-    @usableFromInline let holder: ((AnyObject) -> UnsafeRawPointer)?
+    /// The address of a model's properties: only ever a prefetch hint, asked of one model per
+    /// scan (the properties are at the same offset in every model of the type).
+    @usableFromInline let properties: (AnyObject) -> UnsafeRawPointer
 
     /// The opener of `M`'s properties. Made in inlinable code, where `M` is a concrete type, it
     /// compiles to a few loads and a direct call of the run; made in the library's generic code
-    /// (for string keys), it reads the model's storage through the protocol, which costs more
-    /// than a prefetch could save: then `findsHolders` is false.
-    @inlinable init<M: Model>(_ type: M.Type, findsHolders: Bool = true) {
+    /// (for string keys), it reads the model's storage through generic metadata.
+    @inlinable init<M: Model>(_ type: M.Type) {
         // Only ever given models of type `M` (the scan of `M` the opener was made for).
         open = { model, run in try unsafeDowncast(model, to: M.self).storage.box.withValuesPointer { try run.steps(on: $0) } }
-        holder =
-            findsHolders
-            ? { UnsafeRawPointer(Unmanaged.passUnretained(unsafeDowncast($0, to: M.self).storage.box).toOpaque()) } : nil
+        properties = { unsafeDowncast($0, to: M.self).storage.box.withValuesPointer { $0 } }
     }
 }
 
@@ -98,27 +96,26 @@ import ModelKitShims
         entry = compiler.emit(node, pass: Self.accept, fail: Self.reject)
         steps = compiler.steps
         tests = compiler.tests
-        opener = compiler.opener ?? PropertiesOpener(M.self, findsHolders: false)
+        opener = compiler.opener ?? PropertiesOpener(M.self)
         lookupContext = compiler.followsReferences ? { unsafeDowncast($0, to: M.self).storage.lookupContext } : nil
     }
 
     /// Calls `body` with the position of each of `models` the predicate holds for, in order. The
     /// models are taken unretained: the caller holds them.
     ///
-    /// A scan of many models mostly waits for memory: each model's object, then the object that
-    /// holds its properties, lies wherever the allocator put it. So the loop asks for them before
-    /// it needs them (a prefetch, which doesn't wait): the model 16 places ahead and, for a
-    /// predicate of more than one test, the properties of the model 8 places ahead, whose object
-    /// has arrived by then. For a single test, finding the properties early cost about what it
-    /// saved (and through the protocol, for string keys only, more than it saves).
+    /// A scan of many models mostly waits for memory: each model lies wherever the allocator put
+    /// it. So the loop asks for the properties of the model 16 places ahead before it needs them
+    /// (a prefetch, which doesn't wait), their first two cache lines. A model's properties are at
+    /// the same offset from its address in every model of the type, so finding them reads
+    /// nothing from the model.
     func forEachMatch(in models: UnsafeBufferPointer<Unmanaged<AnyObject>>, _ body: (Int) -> Void) throws {
+        guard let first = models.first else { return }
+        let offset = first._withUnsafeGuaranteedRef { opener.properties($0) } - UnsafeRawPointer(first.toOpaque())
         try steps.withUnsafeBufferPointer { steps in
             let count = models.count
-            let holder = steps.count > 1 ? opener.holder : nil
             for index in models.indices {
-                if index + 16 < count { modelkit_prefetch_for_reading(models[index + 16].toOpaque()) }
-                if let holder, index + 8 < count {
-                    let address = models[index + 8]._withUnsafeGuaranteedRef { holder($0) }
+                if index + 16 < count {
+                    let address = UnsafeRawPointer(models[index + 16].toOpaque()) + offset
                     modelkit_prefetch_for_reading(address)
                     modelkit_prefetch_for_reading(address + 64)
                 }
