@@ -456,3 +456,8 @@ extension ModelValue: CustomStringConvertible {
     /// The value as compact JSON text (dates and data in their `__type` forms).
     public var description: String { jsonString() }
 }
+
+extension ModelValue.Object: CustomStringConvertible {
+    /// The object as compact JSON text, in its keys' order: `{"name":"Jon","age":40}`.
+    public var description: String { ModelValue.object(self).jsonString() }
+}
