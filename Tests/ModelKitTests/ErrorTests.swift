@@ -331,14 +331,15 @@ struct SplitMix64: RandomNumberGenerator {
         }
         try ModelRegistry.register(Author.self)
         do { try ModelRegistry.register(AuthorImpostor.self) } catch { errors.append(error) }
+        do { try ModelRegistry.register(Shadowed.self) } catch { errors.append(error) }
         return errors
     }
 
     @Test("Every public error reads the same in localizedDescription, String(describing:) and description")
     func errorsReadWell() throws {
         let errors = try Self.examples()
-        #expect(errors.count == 5)
-        #expect(Set(errors.map { "\(type(of: $0))" }).count == 5)
+        #expect(errors.count == 6)
+        #expect(Set(errors.map { "\(type(of: $0))" }).count == 6)
         for error in errors {
             let description = String(describing: error)
             #expect(error.localizedDescription == description)

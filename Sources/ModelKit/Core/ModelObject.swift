@@ -179,3 +179,10 @@ open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
         try withUnsafeMutablePointer(to: &values) { try body(UnsafeRawPointer($0)) }
     }
 }
+
+/// Models are identified by their ``Model/modelId``, so SwiftUI's `ForEach` and `List` take
+/// them as they are.
+extension ModelObject: Identifiable {
+    /// The model's ``Model/modelId``.
+    public final var id: ModelID { metadata.modelId }
+}

@@ -22,9 +22,14 @@ public enum ModelRegistry {
     /// Registering a type again is harmless.
     ///
     /// - Throws: ``ModelRegistryError`` when another type is already registered under the same
-    ///   name.
-    /// - Complexity: O(1) per type.
+    ///   name; ``ModelDeclarationError`` when a type has a persisted property that a member of
+    ///   every model hides (`changes`, `modelId`, …), before any of `types` is registered.
+    /// - Complexity: O(p) per type, in its number of properties.
     public static func register(_ types: any Model.Type...) throws {
+        for type in types {
+            let hidden = shadowedProperties(of: type)
+            if !hidden.isEmpty { throw ModelDeclarationError(modelName: type.modelName, hiddenProperties: hidden) }
+        }
         for type in types {
             let name = type.modelName
             let conflict: (any Model.Type)? = entries.withLock { entries in
@@ -55,10 +60,15 @@ public enum ModelRegistry {
         let key = ObjectIdentifier(type)
         if let name = entries.withLock({ $0.names[key] }) { return name }
         let name = type.modelName
-        entries.withLock { entries in
-            entries.names[key] = name
-            if entries.byName[name] == nil { entries.byName[name] = type }
+        let first = entries.withLock { entries in
+            defer {
+                entries.names[key] = name
+                if entries.byName[name] == nil { entries.byName[name] = type }
+            }
+            return entries.names[key] == nil
         }
+        // Outside the lock: encoding the type's defaults notes the use of other types.
+        if first { warnAboutShadowedProperties(of: type) }
         return name
     }
 
