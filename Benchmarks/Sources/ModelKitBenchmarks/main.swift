@@ -18,10 +18,12 @@ func runBenchmarks(_ options: Options) throws {
     print("ModelKit benchmarks: \(selected.map(\.name).joined(separator: ", "))")
     print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
 
-    // When the tables go to a file, standard error says what is running and for how long.
-    let showsProgress = isatty(STDOUT_FILENO) == 0
+    // Standard error says what is running, for how long, and about how long is left: the work
+    // left is estimated from the time so far, each benchmark's share taken as its size.
     let clock = ContinuousClock()
     let started = clock.now
+    let totalWork = Double(options.sizes.reduce(0, +) * selected.count)
+    var doneWork = 0.0
     var report = Report()
     var session = Session(runs: 1, verbose: options.verbose, full: options.full, subjects: options.subjects)
     for n in options.sizes {
@@ -29,17 +31,29 @@ func runBenchmarks(_ options: Options) throws {
         session.runs = options.runs(for: n)
         for benchmark in selected {
             session.label = "\(benchmark.name) n=\(n)"
-            if showsProgress { printError("[\(fixed(seconds(clock.now - started), 0)) s] \(session.label)") }
+            let elapsed = seconds(clock.now - started)
+            let left = doneWork > 0 ? " (about \(duration(elapsed * (totalWork - doneWork) / doneWork)) left)" : ""
+            printError("[\(duration(elapsed))\(left)] \(session.label)")
             for result in try benchmark.run(data, &session) {
                 report.add(benchmark: benchmark.name, n: n, runs: session.runs, result: result)
             }
+            doneWork += Double(n)
         }
     }
+    print(report.summary())
+    printError("done in \(duration(seconds(clock.now - started)))")
     if let path = options.jsonPath {
         try report.writeJSON(to: path)
         print("wrote \(report.measurements.count) measurements to \(path)")
     }
     print("checksum: \(String(session.checksum.value, radix: 16))")
+}
+
+/// `75 s`, `4 min`, `1 h 5 min`.
+func duration(_ seconds: Double) -> String {
+    if seconds < 90 { return "\(Int(seconds.rounded())) s" }
+    let minutes = Int((seconds / 60).rounded())
+    return minutes < 60 ? "\(minutes) min" : "\(minutes / 60) h \(minutes % 60) min"
 }
 
 do {
