@@ -32,9 +32,12 @@ struct ErrorTests {
         #expect(error.path == "properties.title")
         #expect(error.expected == "String")
         #expect(error.found == "number 3")
+        // JSON text is read where it lies, so the error also says at which byte.
+        #expect(error.byteOffset == 94)
         #expect(
             error.description
-                == "Model index 0 (Post), properties.title: expected String but found number 3 instead. [typeMismatch]")
+                == "Byte offset 94, Model index 0 (Post), properties.title: expected String but found number 3 instead. [typeMismatch]"
+        )
     }
 
     @Test("A wrong type inside an array names the element")
@@ -182,13 +185,13 @@ struct ErrorTests {
         arguments: [
             (#"{"model": "Post""#, 16),
             (#"{"model": "Post",}"#, 17),
-            (#"[1, 2"#, 5),
+            (#"[{"model": "Post", "modelId": "\#(Self.postId)"}"#, 69),
             (#"{"a": 01}"#, 7),
             (#"{"a": tru}"#, 6),
             (#"{"a": "\x"}"#, 8),
             ("{\"a\": \"\u{01}\"}", 7),
-            (#"{"a": "\udc00"}"#, 13),
-            (#"{"a": 1} x"#, 9),
+            (#"{"model": "\udc00"}"#, 11),
+            (#"{"model": "Post", "modelId": "\#(Self.postId)"} x"#, 69),
             ("", 0),
         ])
     func malformedJSON(text: String, offset: Int) throws {

@@ -105,15 +105,14 @@ extension GraphLoader {
         }
         let createdAt = try date(createdNode, "createdAt")
         let updatedAt = try date(updatedNode, "updatedAt")
-        guard let propertiesNode else {
-            throw fail(.valueNotFound, "properties", "an object of properties", name, nil)
-        }
-        guard document.kind(of: propertiesNode) == .object else {
+        // No `properties` key: every property takes its default value, as for a key missing
+        // inside them (ModelKit for Objective-C left the key out of models without properties).
+        if let propertiesNode, document.kind(of: propertiesNode) != .object {
             throw fail(.typeMismatch, "properties", "an object of properties", name, propertiesNode)
         }
         return Header(
             name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
-            properties: handle(propertiesNode))
+            properties: propertiesNode.map(handle) ?? Header.noProperties)
     }
 
     /// Checks the envelope's format name and version.

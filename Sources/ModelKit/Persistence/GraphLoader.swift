@@ -38,8 +38,12 @@ final class GraphLoader {
         let objectId: String?
         let createdAt: Date?
         let updatedAt: Date?
-        /// Where the source finds the properties (a byte offset or an object number).
+        /// Where the source finds the properties (a byte offset or an object number), or
+        /// ``noProperties``.
         let properties: Int
+
+        /// The model has no `properties` key: its properties are its type's defaults.
+        static let noProperties = -1
     }
 
     let context: ModelContext
@@ -494,7 +498,9 @@ final class GraphLoader {
         if !wasInContext[index], fillDirectly(unmanaged, at: index) { return }
         let properties: M.Properties
         do {
-            properties = try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
+            properties =
+                header.properties == Header.noProperties
+                ? M.Properties() : try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
         } catch let error as SerializationError {
             throw error.located(modelIndex: index, modelName: header.name)
         } catch let error as DecodingError {
@@ -529,8 +535,10 @@ final class GraphLoader {
         guard let plan = plan(for: M.self) else { return false }
         let header = headers[index]
         let box = model._withUnsafeGuaranteedRef { $0.storage.box }
+        // A new model already holds its defaults, which is all a model without properties has.
         let filled =
-            (try? withUnsafeMutablePointer(to: &box.values) {
+            header.properties == Header.noProperties
+            || (try? withUnsafeMutablePointer(to: &box.values) {
                 try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: header.properties, loader: self)
             }) ?? false
         if filled { Self.stamp(box, header, joining: isContextFree(M.self) ? nil : unownedContext) }

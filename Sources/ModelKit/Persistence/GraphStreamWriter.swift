@@ -32,6 +32,10 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) var ownerContext: ModelContext?
     /// What the model being written holds while it is in no context (see ``ModelObject/held``).
     @exclusivity(unchecked) var ownerHeld: [AnyObject] = []
+    /// Whether a reference property (a `ModelRef` or `ModelArray`, even an empty one) was written:
+    /// the serialized form of a model without any is its dictionary alone, as in ModelKit for
+    /// Objective-C.
+    @exclusivity(unchecked) var sawReference = false
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
@@ -66,6 +70,28 @@ final class GraphStreamWriter {
         sink.key("models")
         sink.beginArray()
         try body()
+        try writeQueue()
+        sink.endArray()
+        sink.endObject()
+        try sink.finish()
+        // The buffer's owner writes what is left (`AtomicFile` on this thread; memory keeps it).
+        return queueBase + queue.count
+    }
+
+    /// Writes every model reachable from `root` without the envelope, as an array with the root
+    /// first: the layout of ``Model/serialize(as:)``. Afterwards ``sawReference`` tells whether the
+    /// root has reference properties, which decides whether that layout is the array or the
+    /// root's dictionary alone.
+    func writeModels(root: any Model) throws {
+        sink.beginArray()
+        try enqueue(root)
+        try writeQueue()
+        sink.endArray()
+        try sink.finish()
+    }
+
+    /// Writes the queued models, and those they reach, until the queue is done.
+    private func writeQueue() throws {
         var next = 0
         while next < queue.count {
             let model = queue[next]
@@ -73,11 +99,6 @@ final class GraphStreamWriter {
             next += 1
             try sink.buffer.flushIfNeeded()
         }
-        sink.endArray()
-        sink.endObject()
-        try sink.finish()
-        // The buffer's owner writes what is left (`AtomicFile` on this thread; memory keeps it).
-        return queueBase + queue.count
     }
 
     /// Writes the envelope and every model reachable from `roots`, the roots first.
@@ -172,7 +193,8 @@ final class GraphStreamWriter {
                 tree.ownerHeld = storage.box.held
                 let value = try tree.encodeProperties(storage.values)
                 for target in tree.queue { try enqueue(target) }
-                writeValue(value)
+                if tree.sawReference { sawReference = true }
+                value.write(to: sink)
             }
         } catch {
             throw SerializationError(encoding: error, modelIndex: index, modelName: name)
@@ -214,31 +236,6 @@ final class GraphStreamWriter {
 
     private func writePointer(name: String, id: ModelID, objectId: String?) {
         sink.pointer(name: name, id: id, objectId: objectId)
-    }
-
-    /// Writes a value tree (the fallback for properties that cannot be streamed).
-    private func writeValue(_ value: ModelValue) {
-        switch value {
-        case .null: sink.null()
-        case .bool(let flag): sink.bool(flag)
-        case .int(let number): sink.int(number)
-        case .uint(let number): sink.uint(number)
-        case .double(let number): sink.double(number)
-        case .string(let text): sink.string(text)
-        case .date(let date): sink.date(date)
-        case .data(let data): sink.data(data)
-        case .array(let elements):
-            sink.beginArray()
-            for element in elements { writeValue(element) }
-            sink.endArray()
-        case .object(let object):
-            sink.beginObject()
-            for (key, member) in object {
-                sink.key(key)
-                writeValue(member)
-            }
-            sink.endObject()
-        }
     }
 
     // MARK: Containers
@@ -380,6 +377,7 @@ extension GraphStreamWriter {
 extension ModelRef: StreamReference {
     static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
         let reference = value.assumingMemoryBound(to: ModelRef.self)
+        writer.sawReference = true
         if writer.pointerToQueued(reference) { return }
         guard let target = reference.pointee.target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else {
             return writer.sink.null()
@@ -391,6 +389,7 @@ extension ModelRef: StreamReference {
 extension ModelArray: StreamReference {
     static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
         writer.sink.beginArray()
+        writer.sawReference = true
         let context = writer.ownerContext
         try value.assumingMemoryBound(to: ModelArray.self).pointee.references.withUnsafeBufferPointer { references in
             guard let base = references.baseAddress else { return }

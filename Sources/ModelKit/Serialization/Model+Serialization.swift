@@ -40,9 +40,16 @@ extension Model {
     /// - Throws: ``SerializationError``, as ``serialize(as:)``.
     /// - Complexity: O(n) in the size of the output.
     public func jsonData(options: ModelValue.JSONWritingOptions = []) throws -> Data {
-        // The JSON writer turns native dates and data into their `__type` objects as it writes, so
-        // the property-list tree gives the same text without building those objects first.
-        try serialize(as: .propertyList).jsonData(options: options)
+        // Straight to text with the streaming writer that files use: no value tree in between.
+        let buffer = OutputBuffer(descriptor: nil)
+        let writer = GraphStreamWriter(sink: JSONSink(buffer: buffer))
+        try writer.writeModels(root: self)
+        var data = buffer.takeData()
+        if !writer.sawReference {
+            // One model and no reference property: its dictionary alone, without the brackets.
+            data = data.subdata(in: data.startIndex + 1..<data.endIndex - 1)
+        }
+        return options.contains(.prettyPrinted) ? JSONSink.prettyPrinted(data) : data
     }
 
     /// Rebuilds a serialized graph and returns its first model (the seed's
@@ -93,7 +100,11 @@ extension Model {
     public static func instance(
         fromJSON data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
     ) throws -> Self {
-        try instance(from: ModelValue(json: data), in: context, options: options)
+        // Read as files are read (the same tape and loader), without a value tree in between.
+        try data.withUnsafeBytes { raw in
+            let source = JSONSource(bytes: raw.bindMemory(to: UInt8.self))
+            return try GraphLoader(context: context, options: options, source: source).load(root: Self.self)
+        }
     }
 
     /// ``instance(fromJSON:in:options:)`` in the main actor's ``ModelContext/current`` context.
