@@ -137,3 +137,62 @@ extension GraphLoader {
         }
     }
 }
+
+extension GraphLoader {
+    /// Reads the envelope and every model's header from a document whose nodes can be visited in
+    /// any order (a property list or a value tree), staging each model when streaming: a bare
+    /// array of models, one bare model dictionary, or the envelope around the array.
+    ///
+    /// - Parameter modelLimit: The most models the document can hold, which bounds what a damaged
+    ///   count reserves.
+    func readTreeHeaders<D: TreeDocument>(in document: D, top: Int, modelLimit: Int) throws {
+        var models = top
+        switch document.kind(of: top) {
+        case .array:
+            break
+        case .object:
+            guard let array = try document.member(of: top, named: "models") else {
+                // A single bare model dictionary.
+                return try addTreeModel(top, in: document)
+            }
+            // Each envelope key once, as in JSON.
+            var seen: Set<String> = []
+            try document.forEach(in: top) { key, _ in
+                for name in ["models", "format", "version"] where try document.stringEquals(key, name) {
+                    guard seen.insert(name).inserted else {
+                        throw SerializationError(
+                            .malformedInput, path: name, byteOffset: document.byteOffset(of: key),
+                            expected: "\"\(name)\" once in the envelope", found: "it again")
+                    }
+                }
+                return true
+            }
+            try Self.checkEnvelope(
+                in: document, format: try document.member(of: top, named: "format"),
+                version: try document.member(of: top, named: "version"), fallbackNode: top)
+            guard document.kind(of: array) == .array else {
+                throw SerializationError(
+                    .typeMismatch, path: "models", byteOffset: document.byteOffset(of: array), expected: "an array of models",
+                    found: document.describeNode(array))
+            }
+            models = array
+        default:
+            throw SerializationError(
+                .typeMismatch, byteOffset: document.byteOffset(of: top), expected: "a dictionary or an array of models",
+                found: document.describeNode(top))
+        }
+        let count = min(try document.count(of: models), modelLimit)
+        considerWorkers(forAbout: count)
+        reserveCapacity(count)
+        try document.forEach(in: models) { _, node in
+            try addTreeModel(node, in: document)
+            return true
+        }
+    }
+
+    /// Adds the header of the model at `node`, and stages the model when streaming.
+    private func addTreeModel<D: TreeDocument>(_ node: Int, in document: D) throws {
+        let index = try add(header(in: document, node: node) { $0 })
+        if isStreaming { _ = try stageAdded(at: index) }
+    }
+}

@@ -252,3 +252,15 @@ extension ModelArray: TreeReference {
         return array
     }
 }
+
+extension Model {
+    /// A new instance standing for the model `id` that a pointer names but the data does not
+    /// hold: it has the pointer's identity and no data yet (``ModelState/needsData``).
+    static func placeholder(id: ModelID, objectId: String?) -> Self {
+        let model = Self()
+        model.storage.metadata.modelId = id
+        model.storage.metadata.objectId = objectId
+        model.storage.metadata.state = .needsData
+        return model
+    }
+}

@@ -15,7 +15,7 @@ protocol ModelSource: AnyObject {
     func copyForWorker() -> any ModelSource
 }
 
-/// Rebuilds models from a persisted file, all or nothing: the file counterpart of ``GraphReader``.
+/// Rebuilds models from a persisted file, all or nothing: for files and value trees alike.
 ///
 /// Loading happens in three steps. The source reads every model's header (name, id, dates, and
 /// where its properties are) and the loader checks ids for duplicates. Staging then decodes each
@@ -132,7 +132,7 @@ final class GraphLoader {
     @exclusivity(unchecked) private var lastTypeName = ""
     @exclusivity(unchecked) private var lastType: (any Model.Type)?
     /// Decodes default values (which never hold references) for keys missing from the data.
-    private(set) lazy var defaultsReader = GraphReader(context: ModelContext(), options: options)
+    private(set) lazy var defaultsLoader = GraphLoader.detached()
 
     /// Creates a loader; with `streaming`, one that stages each model as the source reads it,
     /// which only works on input that loads without errors (see `GraphLoader+Streaming.swift`).

@@ -276,56 +276,8 @@ final class BinaryPlistSource: ModelSource {
     func copyForWorker() -> any ModelSource { BinaryPlistSource(forAnotherThreadOf: self) }
 
     func readHeaders(into loader: GraphLoader) throws {
-        let top = document.topObject
-        var models = top
-        switch document.kind(of: top) {
-        case .array:
-            break
-        case .object:
-            guard let array = try document.member(of: top, named: "models") else {
-                // A single bare model dictionary.
-                return try add(top, to: loader)
-            }
-            // Each envelope key once, as in JSON.
-            var seen: Set<String> = []
-            try document.forEach(in: top) { key, _ in
-                for name in ["models", "format", "version"] where try document.stringEquals(key, name) {
-                    guard seen.insert(name).inserted else {
-                        throw SerializationError(
-                            .malformedInput, path: name, byteOffset: document.byteOffset(of: key),
-                            expected: "\"\(name)\" once in the envelope", found: "it again")
-                    }
-                }
-                return true
-            }
-            try GraphLoader.checkEnvelope(
-                in: document, format: try document.member(of: top, named: "format"),
-                version: try document.member(of: top, named: "version"), fallbackNode: top)
-            guard document.kind(of: array) == .array else {
-                throw SerializationError(
-                    .typeMismatch, path: "models", byteOffset: document.byteOffset(of: array), expected: "an array of models",
-                    found: document.describeNode(array))
-            }
-            models = array
-        default:
-            throw SerializationError(
-                .typeMismatch, byteOffset: document.byteOffset(of: top), expected: "a dictionary or an array of models",
-                found: document.describeNode(top))
-        }
         // Each model is at least one object: a damaged count reserves no more than that.
-        let count = min(try document.count(of: models), document.objectCount)
-        loader.considerWorkers(forAbout: count)
-        loader.reserveCapacity(count)
-        try document.forEach(in: models) { _, node in
-            try add(node, to: loader)
-            return true
-        }
-    }
-
-    /// Adds the header of the model at `node`, and stages the model when streaming.
-    private func add(_ node: Int, to loader: GraphLoader) throws {
-        let index = try loader.add(loader.header(in: document, node: node) { $0 })
-        if loader.isStreaming { _ = try loader.stageAdded(at: index) }
+        try loader.readTreeHeaders(in: document, top: document.topObject, modelLimit: document.objectCount)
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {

@@ -1,9 +1,9 @@
 import Foundation
 
-// A Codable Decoder over a TreeDocument: reads a model's properties straight from the input bytes
-// (a JSON tape or a binary property list). It accepts everything PropertyDecoder accepts, with the
-// same errors: values missing from the data fall back to the property's default (decoded from the
-// default instance with PropertyDecoder), and keys the type does not know are ignored.
+// The Codable Decoder of every read: over a TreeDocument, it reads a model's properties straight
+// from the input (a JSON tape, a binary property list, or a flattened value tree). Values missing
+// from the data fall back to the property's default (the default instance's encoded value, read
+// through a ModelValueDocument by this same decoder), and keys the type does not know are ignored.
 
 /// References resolve themselves through the loader instead of decoding.
 protocol TreeReference {
@@ -293,9 +293,9 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
 
     /// Decodes a value missing from the data from the property's default.
     func fallback<T: Decodable>(_ value: ModelValue, as type: T.Type, at path: [any CodingKey]) throws -> T {
-        let decoder = PropertyDecoder(
-            value: value, defaults: value, reader: loader.defaultsReader, codingPath: path, depth: depth + 1)
-        return try decoder.unbox(value, defaults: value, as: T.self, at: path)
+        let decoder = try TreeDecoder<ModelValueDocument>.over(
+            value, loader: loader.defaultsLoader, codingPath: path, depth: depth + 1)
+        return try decoder.unbox(0, defaults: value, as: T.self, at: path)
     }
 }
 
@@ -351,7 +351,7 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
     func decodeNil(forKey key: Key) throws -> Bool {
         if let node = try node(key) { return try document.isNull(node) }
         guard let fallback = defaults?[key.stringValue] else { throw missing(key) }
-        return PropertyDecoder.isNull(fallback)
+        return fallback.isNullForm
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try value(key) { try decoder.bool($0, path(key)) } }
@@ -384,9 +384,8 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
                 depth: decoder.depth + 1)
         }
         guard let fallback else { throw missing(key) }
-        return PropertyDecoder(
-            value: fallback, defaults: fallback, reader: decoder.loader.defaultsReader, codingPath: path(key),
-            depth: decoder.depth + 1)
+        return try TreeDecoder<ModelValueDocument>.over(
+            fallback, loader: decoder.loader.defaultsLoader, codingPath: path(key), depth: decoder.depth + 1)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -411,9 +410,9 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
                 document: document, node: node, defaults: defaults?[key.stringValue], loader: decoder.loader,
                 codingPath: codingPath + [key], depth: decoder.depth + 1)
         }
-        return PropertyDecoder(
-            value: .null, defaults: defaults?[key.stringValue], reader: decoder.loader.defaultsReader,
-            codingPath: codingPath + [key], depth: decoder.depth + 1)
+        return try TreeDecoder<ModelValueDocument>.over(
+            .null, defaults: defaults?[key.stringValue], loader: decoder.loader.defaultsLoader, codingPath: codingPath + [key],
+            depth: decoder.depth + 1)
     }
 }
 

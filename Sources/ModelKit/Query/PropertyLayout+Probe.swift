@@ -243,8 +243,8 @@ struct LayoutProbe: Decoder {
     }
 
     /// A real decoder over the default instance's encoded value here.
-    func fallback() -> PropertyDecoder {
-        PropertyDecoder.forTemplate(template)
+    func fallback() throws -> any Decoder {
+        try templateDecoder(template)
     }
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
@@ -328,14 +328,14 @@ struct LayoutProbe: Decoder {
         func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try fallbackIfPresent(type, key) }
 
         private func fallback<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
-            try recorder.value(path(key)) { try T(from: PropertyDecoder.forTemplate(template(key))) }
+            try recorder.value(path(key)) { try T(from: templateDecoder(template(key))) }
         }
 
         /// The default instance's value, nil when the default is nil: an optional of a type the
         /// probe doesn't locate must not stop the other keys from being located.
         private func fallbackIfPresent<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
-            guard let template = template(key), !PropertyDecoder.isNull(template) else { return nil }
-            return try recorder.value(path(key)) { try T(from: PropertyDecoder.forTemplate(template)) }
+            guard let template = template(key), !template.isNullForm else { return nil }
+            return try recorder.value(path(key)) { try T(from: templateDecoder(template)) }
         }
 
         func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
@@ -347,19 +347,16 @@ struct LayoutProbe: Decoder {
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-            try PropertyDecoder.forTemplate(template(key)).unkeyedContainer()
+            try templateDecoder(template(key)).unkeyedContainer()
         }
 
-        func superDecoder() throws -> any Decoder { probe.fallback() }
-        func superDecoder(forKey key: Key) throws -> any Decoder { PropertyDecoder.forTemplate(template(key)) }
+        func superDecoder() throws -> any Decoder { try probe.fallback() }
+        func superDecoder(forKey key: Key) throws -> any Decoder { try templateDecoder(template(key)) }
     }
 }
 
-extension PropertyDecoder {
-    /// A decoder over a default instance's encoded value (`null` when unknown).
-    static func forTemplate(_ value: ModelValue?) -> PropertyDecoder {
-        PropertyDecoder(
-            value: value ?? .null, defaults: value,
-            reader: GraphReader(context: ModelContext(), options: DeserializationOptions()), codingPath: [], depth: 1)
-    }
+/// A decoder over a default instance's encoded value (`null` when unknown).
+private func templateDecoder(_ value: ModelValue?) throws -> any Decoder {
+    try TreeDecoder<ModelValueDocument>.over(
+        value ?? .null, defaults: value, loader: .detached(), codingPath: [], depth: 1)
 }

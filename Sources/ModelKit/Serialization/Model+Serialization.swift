@@ -78,8 +78,14 @@ extension Model {
     public static func instance(
         from value: ModelValue, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
     ) throws -> Self {
-        let reader = GraphReader(context: context, options: options)
-        return try reader.read(value, root: Self.self)
+        // Read as files are read (the same loader and decoder), over the flattened tree, which
+        // has no byte offsets to report.
+        do {
+            let source = try ModelValueSource(value)
+            return try GraphLoader(context: context, options: options, source: source).load(root: Self.self)
+        } catch let error as SerializationError {
+            throw error.withoutByteOffset()
+        }
     }
 
     /// ``instance(from:in:options:)`` in the main actor's ``ModelContext/current`` context.

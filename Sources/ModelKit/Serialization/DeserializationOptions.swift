@@ -1,0 +1,47 @@
+import Foundation
+
+/// Options for deserializing models.
+public struct DeserializationOptions: Sendable {
+    /// What to do with a `ModelPointer` whose target is not in the data.
+    public enum DanglingPointerPolicy: Sendable, Hashable {
+        /// Stop with ``SerializationError/Code/danglingPointer`` (the default).
+        case fail
+        /// Resolve to the model with that id already in the context or, if there is none, to a new
+        /// placeholder with that id in state ``ModelState/needsData``: for partial graphs, such as
+        /// a page of results from a backend.
+        case placeholder
+    }
+
+    /// What to do with pointers to models that are not in the data.
+    public var danglingPointers: DanglingPointerPolicy
+
+    /// How loading spreads its work over threads (see `GraphLoader+Parallel.swift`); tests
+    /// change it to run workers on small inputs.
+    var parallelism = Parallelism()
+
+    public init(danglingPointers: DanglingPointerPolicy = .fail) {
+        self.danglingPointers = danglingPointers
+    }
+}
+
+extension DeserializationOptions {
+    struct Parallelism: Sendable {
+        /// The fewest models worth filling on workers: below it, waking threads costs more than
+        /// they save.
+        var minimumModels = 2048
+        /// The models a worker takes at a time: small enough for workers to finish together,
+        /// large enough that taking the next chunk (one atomic add) costs nothing.
+        var chunk = 256
+        /// The number of workers, counting the loading thread; one per active processor (at
+        /// most eight) when `nil`.
+        var workers: Int?
+
+        /// The number of workers for `models` models; 1 means no parallelism.
+        func workers(for models: Int) -> Int {
+            guard models >= minimumModels else { return 1 }
+            return max(1, min(workers ?? Self.processors, models / max(chunk, 1)))
+        }
+
+        private static let processors = min(ProcessInfo.processInfo.activeProcessorCount, 8)
+    }
+}
