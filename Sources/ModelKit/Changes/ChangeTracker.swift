@@ -395,7 +395,7 @@ extension Model {
 
     /// The persisted properties `values` as an object; empty when they fail to encode.
     static func encoded(_ values: Properties) -> ModelValue.Object {
-        guard case .object(let object)? = try? GraphWriter(format: .propertyList).encodeProperties(values) else {
+        guard case .object(let object)? = try? GraphStreamWriter.valueTree(of: values) else {
             return ModelValue.Object()
         }
         return object

@@ -23,7 +23,7 @@ extension Model {
         get throws {
             let value: ModelValue
             do {
-                value = try GraphWriter(format: .propertyList).encodeProperties(storage.values)
+                value = try GraphStreamWriter.valueTree(of: storage.values)
             } catch let error as EncodingError {
                 throw SerializationError(encodingError: error, modelIndex: 0, modelName: Self.modelName)
             }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Writes a graph of models to a ``GraphSink`` as it walks it: the persisted-file counterpart of
-/// ``GraphWriter``, producing the same ModelPointer structure inside the file envelope.
+/// Writes a graph of models to a ``GraphSink`` as it walks it: the one writer of every output,
+/// files (inside their envelope), ``Model/jsonData(options:)`` text and ``Model/serialize(as:)``
+/// trees (through a ``ModelValueSink``).
 ///
 /// The walk is breadth-first with a queue (no recursion per model, so chains of any length are
 /// fine); a whole context is written from its own lists instead (`GraphStreamWriter+Context`),
@@ -36,10 +37,13 @@ final class GraphStreamWriter {
     /// the serialized form of a model without any is its dictionary alone, as in ModelKit for
     /// Objective-C.
     @exclusivity(unchecked) var sawReference = false
+    /// Whether references are resolved and their targets written too (a graph); otherwise each
+    /// is written as the pointer its id makes (one model's values).
+    @exclusivity(unchecked) var followsReferences = true
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
-    @exclusivity(unchecked) private var misuse: String?
+    @exclusivity(unchecked) private(set) var misuse: String?
     /// The last model type written and its name: model names are looked up under a lock, and
     /// consecutive models and pointers are mostly of the same type.
     @exclusivity(unchecked) private var lastType: ObjectIdentifier?
@@ -50,7 +54,7 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) fileprivate var lastReferenceType: (any StreamReference.Type)?
     /// Whether `lastValueType` is written in a stable order (a set or a dictionary).
     @exclusivity(unchecked) fileprivate var lastIsStableOrder = false
-    private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
+    let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
 
     init(sink: any GraphSink) {
         self.sink = sink
@@ -184,22 +188,49 @@ final class GraphStreamWriter {
             _ = closeContainers(above: 0)
             if misuse != nil {
                 // The properties cannot be streamed (super encoders, or containers used out of
-                // order): encode them as a tree, as serialize() does, and write that instead.
+                // order): encode them as a tree, whose containers stay open, and write that.
                 misuse = nil
                 sink.rollback(to: checkpoint)
-                let tree = GraphWriter(format: sink.usesJSONForms ? .json : .propertyList)
-                tree.resolvesReferences = true
-                tree.ownerContext = ownerContext
-                tree.ownerHeld = storage.box.held
-                let value = try tree.encodeProperties(storage.values)
-                for target in tree.queue { try enqueue(target) }
-                if tree.sawReference { sawReference = true }
-                value.write(to: sink)
+                try treeValue(of: storage.values).write(to: sink)
             }
         } catch {
             throw SerializationError(encoding: error, modelIndex: index, modelName: name)
         }
         sink.endObject()
+    }
+
+    /// `values` as a tree, by the encoder whose containers stay open until the end (see
+    /// ``PropertyEncoder``): for values that use containers out of nesting order.
+    func treeValue<P: Encodable>(of values: P) throws -> ModelValue {
+        let encoder = PropertyEncoder(writer: self, codingPath: propertiesPath, depth: 1)
+        try values.encode(to: encoder)
+        return (encoder.slot ?? .value(.object(ModelValue.Object()))).finish()
+    }
+
+    /// A value (one model's properties, or any part of them) as a tree, in the property-list
+    /// forms, each reference as the pointer its id makes (not followed): what change tracking,
+    /// indexes, queries and stable orders compare.
+    static func valueTree<T: Encodable>(of value: T) throws -> ModelValue {
+        let sink = ModelValueSink(usesJSONForms: false)
+        let writer = GraphStreamWriter(sink: sink)
+        writer.followsReferences = false
+        do {
+            try writer.box(value, level: 1, depth: 1, path: { writer.propertiesPath })
+        } catch let error as SerializationError where writer.misuse != nil && error.code == .invalidValue {
+            // Encoded as a tree below.
+        }
+        _ = writer.closeContainers(above: 0)
+        if writer.misuse != nil { return try writer.treeValue(of: value) }
+        return sink.roots.first ?? .object(ModelValue.Object())
+    }
+
+    /// The pointer to `model` as a value, queuing the model if it is new to this graph (for
+    /// ``PropertyEncoder``).
+    func pointerValue<M: Model>(to model: M) throws -> ModelValue {
+        sawReference = true
+        let metadata = model.storage.metadata
+        try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        return ModelValue.pointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
@@ -378,6 +409,10 @@ extension ModelRef: StreamReference {
     static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
         let reference = value.assumingMemoryBound(to: ModelRef.self)
         writer.sawReference = true
+        guard writer.followsReferences else {
+            guard let id = reference.pointee.id else { return writer.sink.null() }
+            return writer.sink.pointer(name: writer.name(of: Target.self), id: id, objectId: nil)
+        }
         if writer.pointerToQueued(reference) { return }
         guard let target = reference.pointee.target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else {
             return writer.sink.null()
@@ -390,6 +425,12 @@ extension ModelArray: StreamReference {
     static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws {
         writer.sink.beginArray()
         writer.sawReference = true
+        guard writer.followsReferences else {
+            for reference in value.assumingMemoryBound(to: ModelArray.self).pointee.references {
+                if let id = reference.id { writer.sink.pointer(name: writer.name(of: Element.self), id: id, objectId: nil) }
+            }
+            return writer.sink.endArray()
+        }
         let context = writer.ownerContext
         try value.assumingMemoryBound(to: ModelArray.self).pointee.references.withUnsafeBufferPointer { references in
             guard let base = references.baseAddress else { return }

@@ -117,7 +117,8 @@ struct StreamKeyedContainer<Key: CodingKey>: NilAsNullKeyedContainer {
     /// reported (and a throwaway encoder keeps the caller going until then).
     private func superEncoder(named key: any CodingKey) -> any Encoder {
         writer.noteMisuse(at: codingPath + [key])
-        return PropertyEncoder(writer: GraphWriter(format: .json), codingPath: codingPath + [key], depth: depth)
+        return PropertyEncoder(
+            writer: GraphStreamWriter(sink: ModelValueSink(usesJSONForms: true)), codingPath: codingPath + [key], depth: depth)
     }
 }
 
@@ -187,7 +188,8 @@ struct StreamUnkeyedContainer: UnkeyedEncodingContainer {
     mutating func superEncoder() -> any Encoder {
         let path = codingPath + [IndexKey(intValue: count)]
         writer.noteMisuse(at: path)
-        return PropertyEncoder(writer: GraphWriter(format: .json), codingPath: path, depth: depth)
+        return PropertyEncoder(
+            writer: GraphStreamWriter(sink: ModelValueSink(usesJSONForms: true)), codingPath: path, depth: depth)
     }
 }
 

@@ -13,7 +13,7 @@ extension PropertyLayout {
         }
         // Only keys whose unique value the encoding gives back are trusted.
         guard var probed = decode(),
-            case .object(let encoded)? = try? GraphWriter(format: .propertyList).encodeProperties(probed)
+            case .object(let encoded)? = try? GraphStreamWriter.valueTree(of: probed)
         else { return none }
         var fields: [String: Field] = [:]
         var references: [String: Reference] = [:]
@@ -76,7 +76,7 @@ extension PropertyLayout {
     ) -> (bytes: [UInt8], encoded: ModelValue.Object)? {
         recorder.boolValue = bool
         defer { recorder.boolValue = { _ in false } }
-        guard var value = decode(), case .object(let encoded)? = try? GraphWriter(format: .propertyList).encodeProperties(value)
+        guard var value = decode(), case .object(let encoded)? = try? GraphStreamWriter.valueTree(of: value)
         else { return nil }
         return (withUnsafeBytes(of: &value) { Array($0) }, encoded)
     }

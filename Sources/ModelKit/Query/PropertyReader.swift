@@ -20,11 +20,9 @@ final class PropertyReader {
 
     /// The encoded properties of `model`.
     static func properties<M: Model>(of model: M) throws -> ModelValue.Object {
-        let writer = GraphWriter(format: .propertyList)
-        writer.ownerContext = model.storage.lookupContext
         let value: ModelValue
         do {
-            value = try writer.encodeProperties(model.storage.values)
+            value = try GraphStreamWriter.valueTree(of: model.storage.values)
         } catch {
             throw QueryError(
                 .incompatibleTypes, modelName: M.modelName, expected: "properties that encode",

@@ -12,7 +12,7 @@ enum DefaultValues {
         let key = ObjectIdentifier(type)
         if let cached = cache.withLock({ $0[key] }) { return cached }
         // A default instance has empty references, so encoding it reaches no other model.
-        guard let value = try? GraphWriter(format: .propertyList).encodeProperties(M.Properties()) else { return nil }
+        guard let value = try? GraphStreamWriter.valueTree(of: M.Properties()) else { return nil }
         cache.withLock { $0[key] = value }
         return value
     }

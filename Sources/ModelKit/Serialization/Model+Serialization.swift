@@ -23,8 +23,11 @@ extension Model {
     ///   instances with the same model id are reachable.
     /// - Complexity: O(n) in the size of the reachable graph.
     public func serialize(as format: SerializationFormat = .propertyList) throws -> ModelValue {
-        let writer = GraphWriter(format: format)
-        let models = try writer.serialize([self])
+        // The streaming writer that files use, into a tree instead of bytes.
+        let sink = ModelValueSink(usesJSONForms: format == .json)
+        let writer = GraphStreamWriter(sink: sink)
+        try writer.writeModels(root: self)
+        guard case .array(let models) = sink.roots.first else { return .array([]) }
         return writer.sawReference ? .array(models) : models[0]
     }
 

@@ -1,8 +1,10 @@
 import Foundation
 
-// An Encoder that turns a model's `Properties` into a ModelValue tree. Containers write into
-// reference-type boxes so that nested containers handed out earlier can still be filled in; the
-// boxes are flattened into values once the model is encoded.
+// The streaming writer's encoder for values it cannot stream: a Codable Encoder that builds a
+// ModelValue tree whose containers are reference-type boxes, so that containers handed out
+// earlier (super encoders, containers used out of nesting order) can still be filled in; the
+// boxes are flattened into values once the model is encoded. References go through the writer
+// (`GraphStreamWriter.pointerValue(to:)`), which queues their targets as for streamed values.
 
 /// A value being built by the encoder.
 enum EncodedSlot {
@@ -73,17 +75,17 @@ func describe(_ path: [any CodingKey]) -> String {
 
 /// Values that the graph serializer writes itself instead of asking them to encode: references.
 protocol GraphEncodable {
-    func encodePointers(with writer: GraphWriter) throws -> ModelValue
+    func encodePointers(with writer: GraphStreamWriter) throws -> ModelValue
 }
 
 final class PropertyEncoder: Encoder {
-    let writer: GraphWriter
+    let writer: GraphStreamWriter
     let codingPath: [any CodingKey]
     let depth: Int
     var slot: EncodedSlot?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(writer: GraphWriter, codingPath: [any CodingKey], depth: Int) {
+    init(writer: GraphStreamWriter, codingPath: [any CodingKey], depth: Int) {
         self.writer = writer
         self.codingPath = codingPath
         self.depth = depth
@@ -119,11 +121,11 @@ final class PropertyEncoder: Encoder {
     func box<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> EncodedSlot {
         if T.self == Date.self {
             let date = value as! Date
-            return .value(writer.format == .json ? ModelValue.jsonDate(date) : .date(date))
+            return .value(writer.sink.usesJSONForms ? ModelValue.jsonDate(date) : .date(date))
         }
         if T.self == Data.self {
             let data = value as! Data
-            return .value(writer.format == .json ? ModelValue.jsonBytes(data) : .data(data))
+            return .value(writer.sink.usesJSONForms ? ModelValue.jsonBytes(data) : .data(data))
         }
         if T.self == URL.self { return .value(.string((value as! URL).absoluteString)) }
         if T.self == Double.self { return .value(number(value as! Double)) }
@@ -161,7 +163,7 @@ final class PropertyEncoder: Encoder {
     }
 
     func number(_ value: Double) -> ModelValue {
-        writer.format == .json ? ModelValue.jsonNumber(value) : .double(value)
+        writer.sink.usesJSONForms ? ModelValue.jsonNumber(value) : .double(value)
     }
 
     /// A Float is stored as the Double nearest to its shortest decimal text, so that JSON shows
@@ -334,5 +336,33 @@ extension NilAsNullKeyedContainer {
     mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try encodeOrNull(value, forKey: key) }
     mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
         try encodeOrNull(value, forKey: key)
+    }
+}
+
+extension ModelRef: GraphEncodable {
+    func encodePointers(with writer: GraphStreamWriter) throws -> ModelValue {
+        writer.sawReference = true
+        guard writer.followsReferences else {
+            return id.map { ModelValue.pointer(name: ModelRegistry.name(of: Target.self), id: $0, objectId: nil) } ?? .null
+        }
+        guard let target = target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else { return .null }
+        return try writer.pointerValue(to: target)
+    }
+}
+
+extension ModelArray: GraphEncodable {
+    func encodePointers(with writer: GraphStreamWriter) throws -> ModelValue {
+        writer.sawReference = true
+        var pointers: [ModelValue] = []
+        pointers.reserveCapacity(references.count)
+        for raw in references.indices {
+            if writer.followsReferences {
+                guard let target = references[raw].target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else { continue }
+                pointers.append(try writer.pointerValue(to: target))
+            } else if let id = references[raw].id {
+                pointers.append(ModelValue.pointer(name: ModelRegistry.name(of: Element.self), id: id, objectId: nil))
+            }
+        }
+        return .array(pointers)
     }
 }

@@ -61,12 +61,11 @@ private struct SortedDictionary<Key: Encodable & Hashable, Value: Encodable>: En
 private func sortedByEncoding<Element, SortKey: Encodable>(_ elements: [Element], by sortKey: (Element) -> SortKey) throws
     -> [Element]
 {
-    let writer = GraphWriter(format: .propertyList)
     let keys = try elements.map { element in
         let key = sortKey(element)
         // A reference's encoding depends on a context to resolve it in; its id doesn't.
         if let reference = key as? any StableSortKey { return reference.stableSortKey }
-        return try PropertyEncoder(writer: writer, codingPath: [], depth: 1).box(key, at: []).finish()
+        return try GraphStreamWriter.valueTree(of: key)
     }
     return keys.indices.sorted { ModelValue.stableOrder(keys[$0], keys[$1]) == .orderedAscending }.map { elements[$0] }
 }

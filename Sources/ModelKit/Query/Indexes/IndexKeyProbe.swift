@@ -9,12 +9,11 @@ enum IndexKeyProbe {
         guard let offset = MemoryLayout<M.Properties>.offset(of: keyPath) else { return nil }
         var properties = M.Properties()
         guard let changed = different(from: properties[keyPath: keyPath]) else { return nil }
-        let writer = GraphWriter(format: .propertyList)
-        guard let before = try? writer.encodeProperties(properties) else { return nil }
+        guard let before = try? GraphStreamWriter.valueTree(of: properties) else { return nil }
         withUnsafeMutablePointer(to: &properties) { pointer in
             (UnsafeMutableRawPointer(pointer) + offset).assumingMemoryBound(to: Value.self).pointee = changed
         }
-        guard let after = try? writer.encodeProperties(properties) else { return nil }
+        guard let after = try? GraphStreamWriter.valueTree(of: properties) else { return nil }
         let paths = differences(before, after, path: [])
         return paths.count == 1 ? paths[0].joined(separator: ".") : nil
     }
