@@ -166,7 +166,7 @@ public final class ModelContext {
     /// ```
     ///
     /// Pass it explicitly to APIs taking a context (`Author.instance(in: context)`), or, on the
-    /// main actor, make it current with ``withCurrent(_:operation:)-swift.type.method`` or
+    /// main actor, make it current with ``withCurrent(_:operation:)-(_,()->Result)`` or
     /// ``activate()``.
     ///
     /// - Parameter isolation: The domain the context belongs to; leave it to the default, the
