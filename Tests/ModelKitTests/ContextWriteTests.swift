@@ -134,4 +134,26 @@ struct ContextWriteTests {
         #expect(text.contains(#""birthday":null"#))
         #expect(text.contains(#""avatarURL":null"#))
     }
+
+    /// `instance(objectId:)` documents this: a placeholder it made stays in the context until it
+    /// is removed, so a write of the context saves it, with its properties' defaults, and a load
+    /// of that file can no longer tell it from a model that really has those values.
+    @Test("a placeholder is written with the context and loads as a loaded model", arguments: PersistenceFormat.allCases)
+    func placeholderIsWritten(format: PersistenceFormat) throws {
+        let context = ModelContext()
+        let placeholder = Author.instance(objectId: "backend-7", in: context)
+        #expect(placeholder.modelState == .needsData)
+        #expect(context.changes.inserted == [placeholder.modelId])
+        let target = ModelContext()
+        try target.load(try context.data(format: format))
+        let loaded = try #require(target.model(Author.self, objectId: "backend-7"))
+        #expect(loaded.modelId == placeholder.modelId)
+        #expect(loaded.modelState == .loaded)
+        #expect(loaded.name == "")
+
+        placeholder.removeFromContext()
+        let emptied = ModelContext()
+        try emptied.load(try context.data(format: format))
+        #expect(emptied.isEmpty)
+    }
 }

@@ -124,7 +124,7 @@ extension Model {
     }
 
     /// Ends a batch started with ``beginChanges()``. The outermost `endChanges()` reports what the
-    /// batch changed, once: a ``Foundation/Notification/Name/modelDidChange`` notification (when
+    /// batch changed, once: a ``Foundation/NSNotification/Name/modelDidChange`` notification (when
     /// notifications are on), one ``ModelChangeEvent`` to streams and closure observers, one
     /// mutation to the Observation framework, and a new ``updatedAt``. A batch that changed
     /// nothing reports nothing.

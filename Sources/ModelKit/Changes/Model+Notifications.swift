@@ -37,13 +37,13 @@ extension Notification.Name {
 /// Notifications are posted synchronously on the thread that changed the model, to
 /// ``center``, without any ModelKit lock held: observers may read the model.
 public enum ModelNotifications {
-    /// The property's name (a `String`) in a ``Foundation/Notification/Name/modelPropertyDidChange``.
+    /// The property's name (a `String`) in a ``Foundation/NSNotification/Name/modelPropertyDidChange``.
     public static let propertyKey = "property"
     /// The value before the change (a ``ModelValue``).
     public static let oldValueKey = "oldValue"
     /// The value after the change (a ``ModelValue``).
     public static let newValueKey = "newValue"
-    /// The changes of a batch (a ``ModelChanges``) in a ``Foundation/Notification/Name/modelDidChange``.
+    /// The changes of a batch (a ``ModelChanges``) in a ``Foundation/NSNotification/Name/modelDidChange``.
     public static let changesKey = "changes"
 
     private static let enabled = Atomic<Bool>(false)

@@ -26,12 +26,17 @@ extension Model {
         instance(in: .current)
     }
 
-    /// Returns the model with `objectId` from `context`, or creates, registers and returns a
-    /// placeholder with that object id (state ``ModelState/needsData``) that the context keeps
-    /// (and a write of the context saves) until it is removed.
+    /// Returns the model with `objectId` from `context`; when the context has none, creates a
+    /// placeholder with that object id (state ``ModelState/needsData``), registers it in
+    /// `context` (unless the type is a ``ContextFreeModel``) and returns it.
     ///
-    /// Two calls with the same object id return the same instance. To look a model up without
-    /// creating one, use ``ModelContext/model(_:objectId:)``.
+    /// Two calls with the same object id return the same instance. To find a model without
+    /// creating one, use ``ModelContext/model(_:objectId:)``, which returns `nil` instead.
+    ///
+    /// A placeholder is an ordinary member of the context until it is removed: it counts as
+    /// inserted in ``ModelContext/changes``, and ``ModelContext/write(to:format:)`` saves it with
+    /// its properties' default values. Loaded back, it is a ``ModelState/loaded`` model like any
+    /// other, so call ``removeFromContext()`` on a placeholder whose data never arrives.
     ///
     /// - Complexity: O(1).
     public static func instance(objectId: String, in context: ModelContext) -> Self {
@@ -39,15 +44,20 @@ extension Model {
             ?? placeholder(in: context) { $0.storage.metadata.objectId = objectId }
     }
 
-    /// ``instance(objectId:in:)`` in the main actor's ``ModelContext/current`` context.
+    /// ``instance(objectId:in:)`` in the main actor's ``ModelContext/current`` context: the model
+    /// with `objectId`, or a new placeholder registered there, which a write of the context saves.
     ///
     /// - Complexity: O(1).
     @MainActor public static func instance(objectId: String) -> Self {
         instance(objectId: objectId, in: .current)
     }
 
-    /// Returns the model with `modelId` from `context`, or creates, registers and returns a
-    /// placeholder with that id (state ``ModelState/needsData``).
+    /// Returns the model with `modelId` from `context`; when the context has none, creates a
+    /// placeholder with that id (state ``ModelState/needsData``), registers it in `context` and
+    /// returns it.
+    ///
+    /// To find a model without creating one, use ``ModelContext/model(_:modelId:)``. A placeholder
+    /// is saved with the context, as ``instance(objectId:in:)`` describes.
     ///
     /// - Complexity: O(1).
     public static func instance(modelId: ModelID, in context: ModelContext) -> Self {
@@ -55,7 +65,8 @@ extension Model {
             ?? placeholder(in: context) { $0.storage.metadata.modelId = modelId }
     }
 
-    /// ``instance(modelId:in:)`` in the main actor's ``ModelContext/current`` context.
+    /// ``instance(modelId:in:)`` in the main actor's ``ModelContext/current`` context: the model
+    /// with `modelId`, or a new placeholder registered there, which a write of the context saves.
     ///
     /// - Complexity: O(1).
     @MainActor public static func instance(modelId: ModelID) -> Self {
@@ -107,8 +118,9 @@ extension Model {
     /// The framework-assigned id: unique, and stable across saving and loading.
     public var modelId: ModelID { storage.metadata.modelId }
 
-    /// An application-defined id, such as a backend's object id. Lookups with
-    /// ``instance(objectId:in:)`` find the model by it.
+    /// An application-defined id, such as a backend's object id. ``ModelContext/model(_:objectId:)``
+    /// finds the model by it, as does ``instance(objectId:in:)``, which creates a placeholder when
+    /// it finds none.
     ///
     /// Changing it re-indexes the model in its context; if another instance of the same type in
     /// that context has the same object id, lookups find the one that was assigned last.

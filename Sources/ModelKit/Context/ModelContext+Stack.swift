@@ -26,7 +26,7 @@ extension ModelContext {
     /// The main actor's stack, root first.
     @MainActor private static var stack: [ModelContext] = [root]
 
-    /// The contexts bound by the enclosing ``withCurrent(_:operation:)-swift.type.method`` calls,
+    /// The contexts bound by the enclosing ``withCurrent(_:operation:)-(_,()->Result)`` calls,
     /// by the key their task carries. The key is task-local (so that other tasks on the main
     /// actor never see another task's binding); the context is not `Sendable`, so it stays here,
     /// on the main actor.
@@ -36,7 +36,7 @@ extension ModelContext {
 
     /// The context that model APIs on the main actor use when none is given.
     ///
-    /// It is the context bound by the innermost ``withCurrent(_:operation:)-swift.type.method``
+    /// It is the context bound by the innermost ``withCurrent(_:operation:)-(_,()->Result)``
     /// around the caller, if any; otherwise the top of the main actor's context stack (``main``
     /// when nothing was pushed).
     ///
@@ -52,7 +52,7 @@ extension ModelContext {
     @MainActor public static var stackSnapshot: [ModelContext] { stack }
 
     /// Pushes a new, empty context onto the stack and returns it. It becomes ``current`` (outside
-    /// any ``withCurrent(_:operation:)-swift.type.method`` scope).
+    /// any ``withCurrent(_:operation:)-(_,()->Result)`` scope).
     ///
     /// ```swift
     /// @MainActor func importBatch() {

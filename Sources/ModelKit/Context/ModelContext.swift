@@ -166,7 +166,7 @@ public final class ModelContext {
     /// ```
     ///
     /// Pass it explicitly to APIs taking a context (`Author.instance(in: context)`), or, on the
-    /// main actor, make it current with ``withCurrent(_:operation:)-swift.type.method`` or
+    /// main actor, make it current with ``withCurrent(_:operation:)-(_,()->Result)`` or
     /// ``activate()``.
     ///
     /// - Parameter isolation: The domain the context belongs to; leave it to the default, the
@@ -231,14 +231,15 @@ public final class ModelContext {
         }
     }
 
-    /// The model with `modelId`, whatever its type.
+    /// The model with `modelId`, whatever its type, or `nil` when the context has none.
     ///
     /// - Complexity: O(1).
     public func model(withId modelId: ModelID) -> (any Model)? {
         withRegistry { $0.models[modelId] }
     }
 
-    /// The model of type `type` with `modelId`, or `nil` when the context has none.
+    /// The model of type `type` with `modelId`, or `nil` when the context has none. Unlike
+    /// ``Model/instance(modelId:in:)``, it never creates a placeholder.
     ///
     /// - Complexity: O(1).
     public func model<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
@@ -255,7 +256,9 @@ public final class ModelContext {
         return model as? M
     }
 
-    /// The model of type `type` whose ``Model/objectId`` is `objectId`, or `nil`.
+    /// The model of type `type` whose ``Model/objectId`` is `objectId`, or `nil` when the context
+    /// has none. Unlike ``Model/instance(objectId:in:)``, it never creates a placeholder, so
+    /// asking about an id leaves the context, and what a write of it saves, as they were.
     ///
     /// - Complexity: O(1) (average, hashing `objectId`).
     public func model<M: Model>(_ type: M.Type, objectId: String) -> M? {

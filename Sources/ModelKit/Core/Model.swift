@@ -45,7 +45,7 @@ import Observation
 /// ModelKit tracks which persisted properties changed since the last ``resetChanges()``, posts
 /// notifications, feeds change streams and closure observers, and works with the Observation
 /// framework (`withObservationTracking`, SwiftUI): every model is `Observable`, without macros.
-/// See ``changes``, ``observeChanges(_:)``, ``changeEvents()`` and ``beginChanges()``.
+/// See ``changes``, ``observeChanges(_:)``, ``changeEvents(bufferingPolicy:)`` and ``beginChanges()``.
 @dynamicMemberLookup
 public protocol Model: AnyModelObject, Observable {
     /// The persisted properties of the model, as a `Codable` struct with default values.

@@ -193,7 +193,9 @@ extension Model {
     /// ```
     ///
     /// - Parameters:
+    ///   - url: The file to read.
     ///   - context: Where models are merged by identity.
+    ///   - options: What to do with pointers to models the file doesn't contain.
     /// - Throws: ``SerializationError`` (see ``ModelContext/load(from:options:)``), including
     ///   ``SerializationError/Code/modelTypeConflict`` when the first model is not a `Self`.
     /// - Complexity: O(n) in the size of the file.
