@@ -14,12 +14,13 @@ extension Benchmarks {
 
         let modelKit = Subject(Report.modelKit, body: { try blog.jsonData() }, verify: \.count)
         let jsonEncoder = Subject("JSONEncoder", body: { try encoder.encode(plainBlog) }, verify: \.count)
-        // The two phases of jsonData(): the graph walk into a value tree, and the tree to text.
+        // The same text by way of a value tree: the graph into a tree, and the tree to text
+        // (jsonData() itself streams, without the tree).
         let walk = Subject(
-            "phase serialize(as: .json)",
+            "tree: serialize(as: .json)",
             body: { try blog.serialize(as: .json) },
             verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "serialized models") })
-        let text = Subject("phase ModelValue.jsonData()", body: { value.jsonData() }, verify: \.count)
+        let text = Subject("tree: ModelValue.jsonData()", body: { value.jsonData() }, verify: \.count)
 
         let sizes = "output: ModelKit \(megabytes(value.jsonData().count)), JSONEncoder \(megabytes(try encoder.encode(plainBlog).count))"
         let result = try BenchmarkResult(timing: [modelKit, jsonEncoder], extras: [walk, text], notes: [sizes], session: &session)
@@ -51,14 +52,14 @@ extension Benchmarks {
             "JSONDecoder",
             body: { try decoder.decode(PlainBlog.self, from: plainJSON) },
             verify: { blog in try expect(blog.posts.count, data.n, "posts decoded") })
-        // The two phases of instance(fromJSON:): parsing the text into a value tree, and reading
-        // the graph from the tree.
+        // The same graph by way of a value tree: the text into a tree, and the graph from the
+        // tree (instance(fromJSON:) itself reads the text in place, without the tree).
         let parse = Subject(
-            "phase ModelValue(json:)",
+            "tree: ModelValue(json:)",
             body: { try ModelValue(json: json) },
             verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "parsed models") })
         let read = Subject(
-            "phase instance(from:in:)",
+            "tree: instance(from:in:)",
             setup: { ModelContext() },
             body: { context in try BenchBlog.instance(from: value, in: context) },
             verify: { blog in try expect(blog.modelContext?.count ?? 0, models, "models in the context") })
