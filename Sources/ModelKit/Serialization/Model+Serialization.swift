@@ -34,6 +34,9 @@ extension Model {
     /// The model and everything it references as UTF-8 JSON text (``serialize(as:)`` in the JSON
     /// form).
     ///
+    /// The text is written straight from the models by the streaming writer that files use, with
+    /// no ``ModelValue`` tree in between.
+    ///
     /// ```swift
     /// let data = try post.jsonData(options: .prettyPrinted)
     /// let archive = ModelContext()                  // keep the context: it owns what is loaded
@@ -103,8 +106,16 @@ extension Model {
 
     /// Rebuilds a graph from UTF-8 JSON text. See ``instance(from:in:options:)``.
     ///
-    /// - Throws: ``SerializationError``; malformed JSON gives ``SerializationError/Code/malformedInput``
-    ///   with the byte offset.
+    /// The text is read where it lies, by the loader that reads files (no ``ModelValue`` is built
+    /// first), so a file's envelope is accepted too.
+    ///
+    /// ```swift
+    /// let copy = try Post.instance(fromJSON: try post.jsonData(), in: archive)
+    /// ```
+    ///
+    /// - Throws: ``SerializationError`` with the byte offset of the problem as well as the model
+    ///   index and property path; malformed JSON gives ``SerializationError/Code/malformedInput``.
+    ///   The context is unchanged after an error.
     /// - Complexity: O(n) in the size of the data.
     public static func instance(
         fromJSON data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
