@@ -13,7 +13,12 @@ final class GraphStreamWriter {
     // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
     // written or read, one instance is used by one thread, and the dynamic checks cost more than
     // the work they guard.
-    let sink: any GraphSink
+    /// Where the output goes; swapped for a tree while values that cannot be streamed are
+    /// encoded (see ``treeValue(of:)``).
+    @exclusivity(unchecked) private(set) var sink: any GraphSink
+    /// `sink` when it is a tree: then containers are nodes that stay open, every container use
+    /// focuses its node first, and nothing is out of order (see ``ModelValueSink``).
+    @exclusivity(unchecked) private(set) var tree: ModelValueSink?
     /// The position of every model written or queued so far, by id.
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Models queued by reaching them, which are written after the context's own (positions
@@ -58,6 +63,7 @@ final class GraphStreamWriter {
 
     init(sink: any GraphSink) {
         self.sink = sink
+        tree = sink as? ModelValueSink
     }
 
     /// Writes the envelope, then the models `body` writes, then every model they reach.
@@ -172,16 +178,21 @@ final class GraphStreamWriter {
         sink.beginModel(
             name: name, id: metadata.modelId, objectId: metadata.objectId, createdAt: metadata.createdAt,
             updatedAt: metadata.updatedAt)
+        // In a tree, the model's node, to come back to once its properties are written.
+        let modelNode = tree?.focused ?? -1
         do {
             let checkpoint = sink.checkpoint()
-            let encoder = ValueEncoder(writer: self, level: 1, depth: 1, codingPath: propertiesPath)
+            let encoder = ValueEncoder(
+                writer: self, level: 1, depth: 1, codingPath: propertiesPath, node: tree?.reserve() ?? -1)
             do {
                 // Encoded in place (see `encodeInPlace(to:)`).
                 try storage.box.values.encodeInPlace(to: encoder)
             } catch let error as SerializationError where misuse != nil && error.code == .invalidValue {
                 // Reported below: the model is written the slow way.
             }
-            if misuse == nil, !encoder.started {
+            if let tree {
+                tree.focus(modelNode)
+            } else if misuse == nil, !encoder.started {
                 sink.beginObject()
                 sink.endObject()
             }
@@ -199,12 +210,17 @@ final class GraphStreamWriter {
         sink.endObject()
     }
 
-    /// `values` as a tree, by the encoder whose containers stay open until the end (see
-    /// ``PropertyEncoder``): for values that use containers out of nesting order.
+    /// `values` as a tree, whose containers stay open until the end: for values that use
+    /// containers out of nesting order, which a stream cannot follow. The same encoder writes
+    /// them, into a ``ModelValueSink`` in place of the sink for a while; references queue their
+    /// targets in this writer as streamed ones do.
     func treeValue<P: Encodable>(of values: P) throws -> ModelValue {
-        let encoder = PropertyEncoder(writer: self, codingPath: propertiesPath, depth: 1)
-        try values.encode(to: encoder)
-        return (encoder.slot ?? .value(.object(ModelValue.Object()))).finish()
+        let tree = ModelValueSink(usesJSONForms: sink.usesJSONForms)
+        let saved = (sink: sink, open: open)
+        (sink, self.tree, open, misuse) = (tree, tree, [], nil)
+        defer { (sink, self.tree, open, misuse) = (saved.sink, nil, saved.open, nil) }
+        try box(values, level: 1, depth: 1, path: { self.propertiesPath })
+        return tree.tree()
     }
 
     /// A value (one model's properties, or any part of them) as a tree, in the property-list
@@ -214,14 +230,8 @@ final class GraphStreamWriter {
         let sink = ModelValueSink(usesJSONForms: false)
         let writer = GraphStreamWriter(sink: sink)
         writer.followsReferences = false
-        do {
-            try writer.box(value, level: 1, depth: 1, path: { writer.propertiesPath })
-        } catch let error as SerializationError where writer.misuse != nil && error.code == .invalidValue {
-            // Encoded as a tree below.
-        }
-        _ = writer.closeContainers(above: 0)
-        if writer.misuse != nil { return try writer.treeValue(of: value) }
-        return sink.roots.first ?? .object(ModelValue.Object())
+        try writer.box(value, level: 1, depth: 1, path: { writer.propertiesPath })
+        return sink.tree()
     }
 
     /// The pointer to `model` as a value, queuing the model if it is new to this graph (for
@@ -271,14 +281,19 @@ final class GraphStreamWriter {
 
     // MARK: Containers
 
-    func openContainer(isObject: Bool) {
+    /// Opens a container in the current place; returns its node in a tree (else -1).
+    func openContainer(isObject: Bool) -> Int {
         if isObject { sink.beginObject() } else { sink.beginArray() }
+        if let tree { return tree.focused }
         open.append(isObject)
+        return -1
     }
 
     /// Closes every container nested deeper than `level`. Returns `false` when the container at
     /// `level` is itself already closed.
     @inline(__always) func closeContainers(above level: Int) -> Bool {
+        // A tree's containers never close: the container written to is focused instead.
+        if tree != nil { return true }
         guard open.count >= level else { return false }
         while open.count > level {
             if open.removeLast() { sink.endObject() } else { sink.endArray() }
@@ -287,11 +302,12 @@ final class GraphStreamWriter {
     }
 
     func isOpen(level: Int, isObject: Bool) -> Bool {
-        open.count >= level && open[level - 1] == isObject
+        tree != nil || (open.count >= level && open[level - 1] == isObject)
     }
 
-    /// Prepares to write into the container at `level`.
-    @inline(__always) func enter(level: Int, at path: [any CodingKey]) throws {
+    /// Prepares to write into the container at `level`, whose node in a tree is `node`.
+    @inline(__always) func enter(level: Int, node: Int, at path: [any CodingKey]) throws {
+        if let tree { return tree.focus(node) }
         guard closeContainers(above: level) else {
             noteMisuse(at: path)
             throw SerializationError(
@@ -301,7 +317,8 @@ final class GraphStreamWriter {
     }
 
     func noteMisuse(at path: [any CodingKey]) {
-        if misuse == nil { misuse = describe(path) }
+        // A tree takes every order: nothing to fall back from.
+        if tree == nil, misuse == nil { misuse = describe(path) }
     }
 
     // MARK: Values
@@ -360,11 +377,12 @@ final class GraphStreamWriter {
                 expected: "at most \(SerializationError.maximumDepth) levels of nested values",
                 found: "deeper nesting (a cycle among objects that are not models?)")
         }
-        let nested = ValueEncoder(writer: self, level: level, depth: depth, codingPath: path())
+        let nested = ValueEncoder(writer: self, level: level, depth: depth, codingPath: path(), node: tree?.reserve() ?? -1)
         try value.encode(to: nested)
         if nested.started {
             _ = closeContainers(above: level - 1)
-        } else {
+        } else if tree == nil {
+            // (A tree's node left pending is an empty object already.)
             // Nothing written: an empty object, as the tree serializer writes it.
             sink.beginObject()
             sink.endObject()

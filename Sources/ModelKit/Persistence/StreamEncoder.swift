@@ -7,7 +7,9 @@ import Foundation
 // its parent is written to again), which is what synthesized and almost all hand-written
 // conformances do. The writer keeps a stack of open containers; writing to a container closes
 // every container opened inside it since. Writing to a container that was already closed cannot
-// be streamed: the writer then reports the model as `invalidValue` rather than write wrong data.
+// be streamed: the writer then writes the model's properties again, into a tree (a
+// ModelValueSink), where every container is a node that stays open and each use of a container
+// focuses its node first; then the tree is written out. The same encoder does both.
 
 /// Encodes one value of the model being written. Handed to `encode(to:)` implementations.
 final class ValueEncoder: Encoder {
@@ -17,26 +19,29 @@ final class ValueEncoder: Encoder {
     /// How many values deep this one is (the nesting limit counts these).
     let depth: Int
     let codingPath: [any CodingKey]
+    /// In a tree, the node this value goes into (see ``ModelValueSink/reserve()``); else -1.
+    let node: Int
     /// Whether this value has written anything (a container or a single value).
     @exclusivity(unchecked) var started = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(writer: GraphStreamWriter, level: Int, depth: Int, codingPath: [any CodingKey]) {
+    init(writer: GraphStreamWriter, level: Int, depth: Int, codingPath: [any CodingKey], node: Int) {
         self.writer = writer
         self.level = level
         self.depth = depth
         self.codingPath = codingPath
+        self.node = node
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         open(isObject: true)
         return KeyedEncodingContainer(
-            StreamKeyedContainer<Key>(writer: writer, level: level, depth: depth, codingPath: codingPath))
+            StreamKeyedContainer<Key>(writer: writer, level: level, depth: depth, codingPath: codingPath, node: node))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
         open(isObject: false)
-        return StreamUnkeyedContainer(writer: writer, level: level, depth: depth, codingPath: codingPath)
+        return StreamUnkeyedContainer(writer: writer, level: level, depth: depth, codingPath: codingPath, node: node)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -44,6 +49,13 @@ final class ValueEncoder: Encoder {
     }
 
     private func open(isObject: Bool) {
+        if let tree = writer.tree {
+            // The reserved node becomes the container (the second request finds it made).
+            tree.focus(node)
+            if !started { _ = writer.openContainer(isObject: isObject) }
+            started = true
+            return
+        }
         if started {
             // A second container request for the same value: fine while it is still open.
             if !writer.isOpen(level: level, isObject: isObject) { writer.noteMisuse(at: codingPath) }
@@ -51,7 +63,7 @@ final class ValueEncoder: Encoder {
         }
         started = true
         guard writer.closeContainers(above: level - 1) else { return writer.noteMisuse(at: codingPath) }
-        writer.openContainer(isObject: isObject)
+        _ = writer.openContainer(isObject: isObject)
     }
 }
 
@@ -60,9 +72,11 @@ struct StreamKeyedContainer<Key: CodingKey>: NilAsNullKeyedContainer {
     let level: Int
     let depth: Int
     let codingPath: [any CodingKey]
+    /// The container's node in a tree; else -1.
+    let node: Int
 
     @inline(__always) private func member(_ key: Key) throws -> any GraphSink {
-        try writer.enter(level: level, at: codingPath)
+        try writer.enter(level: level, node: node, at: codingPath)
         writer.sink.key(key.stringValue)
         return writer.sink
     }
@@ -91,34 +105,41 @@ struct StreamKeyedContainer<Key: CodingKey>: NilAsNullKeyedContainer {
         -> KeyedEncodingContainer<NestedKey>
     {
         let path = codingPath + [key]
+        var nested = -1
         if (try? member(key)) != nil {
-            writer.openContainer(isObject: true)
+            nested = writer.openContainer(isObject: true)
         } else {
             writer.noteMisuse(at: path)
         }
         return KeyedEncodingContainer(
-            StreamKeyedContainer<NestedKey>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path))
+            StreamKeyedContainer<NestedKey>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path, node: nested))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let path = codingPath + [key]
+        var nested = -1
         if (try? member(key)) != nil {
-            writer.openContainer(isObject: false)
+            nested = writer.openContainer(isObject: false)
         } else {
             writer.noteMisuse(at: path)
         }
-        return StreamUnkeyedContainer(writer: writer, level: level + 1, depth: depth + 1, codingPath: path)
+        return StreamUnkeyedContainer(writer: writer, level: level + 1, depth: depth + 1, codingPath: path, node: nested)
     }
 
     mutating func superEncoder() -> any Encoder { superEncoder(named: IndexKey(stringValue: "super")) }
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(named: key) }
 
     /// Super encoders outlive the call that creates them, so they cannot stream: the model is
-    /// reported (and a throwaway encoder keeps the caller going until then).
+    /// written again as a tree, where the super encoder's value has a node of its own (and
+    /// meanwhile a throwaway encoder keeps the caller going).
     private func superEncoder(named key: any CodingKey) -> any Encoder {
-        writer.noteMisuse(at: codingPath + [key])
-        return PropertyEncoder(
-            writer: GraphStreamWriter(sink: ModelValueSink(usesJSONForms: true)), codingPath: codingPath + [key], depth: depth)
+        let path = codingPath + [key]
+        if let tree = writer.tree, (try? writer.enter(level: level, node: node, at: codingPath)) != nil {
+            writer.sink.key(key.stringValue)
+            return ValueEncoder(writer: writer, level: level + 1, depth: depth + 1, codingPath: path, node: tree.reserve())
+        }
+        writer.noteMisuse(at: path)
+        return ValueEncoder.throwaway(codingPath: path, depth: depth)
     }
 }
 
@@ -127,17 +148,20 @@ struct StreamUnkeyedContainer: UnkeyedEncodingContainer {
     let level: Int
     let depth: Int
     let codingPath: [any CodingKey]
+    /// The container's node in a tree; else -1.
+    let node: Int
     private(set) var count = 0
 
-    init(writer: GraphStreamWriter, level: Int, depth: Int, codingPath: [any CodingKey]) {
+    init(writer: GraphStreamWriter, level: Int, depth: Int, codingPath: [any CodingKey], node: Int) {
         self.writer = writer
         self.level = level
         self.depth = depth
         self.codingPath = codingPath
+        self.node = node
     }
 
     @inline(__always) private mutating func element() throws -> any GraphSink {
-        try writer.enter(level: level, at: codingPath)
+        try writer.enter(level: level, node: node, at: codingPath)
         count += 1
         return writer.sink
     }
@@ -166,30 +190,44 @@ struct StreamUnkeyedContainer: UnkeyedEncodingContainer {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let path = codingPath + [IndexKey(intValue: count)]
+        var nested = -1
         if (try? element()) != nil {
-            writer.openContainer(isObject: true)
+            nested = writer.openContainer(isObject: true)
         } else {
             writer.noteMisuse(at: path)
         }
         return KeyedEncodingContainer(
-            StreamKeyedContainer<NestedKey>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path))
+            StreamKeyedContainer<NestedKey>(writer: writer, level: level + 1, depth: depth + 1, codingPath: path, node: nested))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let path = codingPath + [IndexKey(intValue: count)]
+        var nested = -1
         if (try? element()) != nil {
-            writer.openContainer(isObject: false)
+            nested = writer.openContainer(isObject: false)
         } else {
             writer.noteMisuse(at: path)
         }
-        return StreamUnkeyedContainer(writer: writer, level: level + 1, depth: depth + 1, codingPath: path)
+        return StreamUnkeyedContainer(writer: writer, level: level + 1, depth: depth + 1, codingPath: path, node: nested)
     }
 
     mutating func superEncoder() -> any Encoder {
         let path = codingPath + [IndexKey(intValue: count)]
+        if let tree = writer.tree, (try? element()) != nil {
+            return ValueEncoder(writer: writer, level: level + 1, depth: depth + 1, codingPath: path, node: tree.reserve())
+        }
         writer.noteMisuse(at: path)
-        return PropertyEncoder(
-            writer: GraphStreamWriter(sink: ModelValueSink(usesJSONForms: true)), codingPath: path, depth: depth)
+        return ValueEncoder.throwaway(codingPath: path, depth: depth)
+    }
+}
+
+extension ValueEncoder {
+    /// An encoder whose output nobody reads, for a caller that must be kept going after its
+    /// value was found not to stream (it is written again as a tree).
+    static func throwaway(codingPath: [any CodingKey], depth: Int) -> ValueEncoder {
+        ValueEncoder(
+            writer: GraphStreamWriter(sink: ModelValueSink(usesJSONForms: false)), level: 1, depth: depth,
+            codingPath: codingPath, node: 0)
     }
 }
 
@@ -199,6 +237,8 @@ struct StreamSingleValueContainer: SingleValueEncodingContainer {
 
     private func value() throws -> any GraphSink {
         let writer = encoder.writer
+        // In a tree, the value fills the encoder's reserved node.
+        writer.tree?.focus(encoder.node)
         guard !encoder.started, writer.closeContainers(above: encoder.level - 1) else {
             writer.noteMisuse(at: codingPath)
             throw SerializationError(
