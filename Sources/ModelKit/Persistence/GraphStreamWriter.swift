@@ -13,12 +13,12 @@ final class GraphStreamWriter {
     // The stored properties are `@exclusivity(unchecked)`: they are touched for every value
     // written or read, one instance is used by one thread, and the dynamic checks cost more than
     // the work they guard.
-    /// Where the output goes; swapped for a tree while values that cannot be streamed are
-    /// encoded (see ``treeValue(of:)``).
-    @exclusivity(unchecked) private(set) var sink: any GraphSink
-    /// `sink` when it is a tree: then containers are nodes that stay open, every container use
-    /// focuses its node first, and nothing is out of order (see ``ModelValueSink``).
-    @exclusivity(unchecked) private(set) var tree: ModelValueSink?
+    // `sink` is a constant: a value written costs a few calls to it, and loading a variable
+    // would retain and release the sink around each.
+    let sink: any GraphSink
+    /// `sink` when it is an open tree: then containers are nodes that stay open, every container
+    /// use focuses its node first, and nothing is out of order (see ``OpenTreeSink``).
+    let tree: OpenTreeSink?
     /// The position of every model written or queued so far, by id.
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Models queued by reaching them, which are written after the context's own (positions
@@ -63,7 +63,7 @@ final class GraphStreamWriter {
 
     init(sink: any GraphSink) {
         self.sink = sink
-        tree = sink as? ModelValueSink
+        tree = sink as? OpenTreeSink
     }
 
     /// Writes the envelope, then the models `body` writes, then every model they reach.
@@ -212,15 +212,31 @@ final class GraphStreamWriter {
 
     /// `values` as a tree, whose containers stay open until the end: for values that use
     /// containers out of nesting order, which a stream cannot follow. The same encoder writes
-    /// them, into a ``ModelValueSink`` in place of the sink for a while; references queue their
-    /// targets in this writer as streamed ones do.
+    /// them, into an ``OpenTreeSink``, with a writer that takes over this one's graph for the
+    /// time (its queue, positions and owner), so that references queue their targets here as
+    /// streamed ones do.
     func treeValue<P: Encodable>(of values: P) throws -> ModelValue {
-        let tree = ModelValueSink(usesJSONForms: sink.usesJSONForms)
-        let saved = (sink: sink, open: open)
-        (sink, self.tree, open, misuse) = (tree, tree, [], nil)
-        defer { (sink, self.tree, open, misuse) = (saved.sink, nil, saved.open, nil) }
-        try box(values, level: 1, depth: 1, path: { self.propertiesPath })
+        let tree = OpenTreeSink(usesJSONForms: sink.usesJSONForms)
+        let writer = GraphStreamWriter(sink: tree)
+        Self.moveGraph(from: self, to: writer)
+        defer { Self.moveGraph(from: writer, to: self) }
+        try writer.box(values, level: 1, depth: 1, path: { writer.propertiesPath })
         return tree.tree()
+    }
+
+    /// Hands the graph being written from one writer to another: the tables move (swapped, so
+    /// nothing is copied), the rest is copied.
+    private static func moveGraph(from source: GraphStreamWriter, to target: GraphStreamWriter) {
+        swap(&source.positions, &target.positions)
+        swap(&source.queue, &target.queue)
+        swap(&source.queued, &target.queued)
+        swap(&source.objectIds, &target.objectIds)
+        target.queueBase = source.queueBase
+        target.writtenContext = source.writtenContext
+        target.ownerContext = source.ownerContext
+        target.ownerHeld = source.ownerHeld
+        target.followsReferences = source.followsReferences
+        target.sawReference = target.sawReference || source.sawReference
     }
 
     /// A value (one model's properties, or any part of them) as a tree, in the property-list
@@ -230,8 +246,14 @@ final class GraphStreamWriter {
         let sink = ModelValueSink(usesJSONForms: false)
         let writer = GraphStreamWriter(sink: sink)
         writer.followsReferences = false
-        try writer.box(value, level: 1, depth: 1, path: { writer.propertiesPath })
-        return sink.tree()
+        do {
+            try writer.box(value, level: 1, depth: 1, path: { writer.propertiesPath })
+        } catch let error as SerializationError where writer.misuse != nil && error.code == .invalidValue {
+            // Encoded as an open tree below.
+        }
+        _ = writer.closeContainers(above: 0)
+        if writer.misuse != nil { return try writer.treeValue(of: value) }
+        return sink.roots.first ?? .object(ModelValue.Object())
     }
 
     /// The pointer to `model` as a value, queuing the model if it is new to this graph (for

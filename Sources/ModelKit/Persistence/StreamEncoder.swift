@@ -7,8 +7,8 @@ import Foundation
 // its parent is written to again), which is what synthesized and almost all hand-written
 // conformances do. The writer keeps a stack of open containers; writing to a container closes
 // every container opened inside it since. Writing to a container that was already closed cannot
-// be streamed: the writer then writes the model's properties again, into a tree (a
-// ModelValueSink), where every container is a node that stays open and each use of a container
+// be streamed: the writer then writes the model's properties again, into a tree (an
+// OpenTreeSink), where every container is a node that stays open and each use of a container
 // focuses its node first; then the tree is written out. The same encoder does both.
 
 /// Encodes one value of the model being written. Handed to `encode(to:)` implementations.
@@ -19,7 +19,7 @@ final class ValueEncoder: Encoder {
     /// How many values deep this one is (the nesting limit counts these).
     let depth: Int
     let codingPath: [any CodingKey]
-    /// In a tree, the node this value goes into (see ``ModelValueSink/reserve()``); else -1.
+    /// In an open tree, the node this value goes into (see ``OpenTreeSink/reserve()``); else -1.
     let node: Int
     /// Whether this value has written anything (a container or a single value).
     @exclusivity(unchecked) var started = false
@@ -226,7 +226,7 @@ extension ValueEncoder {
     /// value was found not to stream (it is written again as a tree).
     static func throwaway(codingPath: [any CodingKey], depth: Int) -> ValueEncoder {
         ValueEncoder(
-            writer: GraphStreamWriter(sink: ModelValueSink(usesJSONForms: false)), level: 1, depth: depth,
+            writer: GraphStreamWriter(sink: OpenTreeSink(usesJSONForms: false)), level: 1, depth: depth,
             codingPath: codingPath, node: 0)
     }
 }

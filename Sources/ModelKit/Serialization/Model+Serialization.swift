@@ -27,7 +27,7 @@ extension Model {
         let sink = ModelValueSink(usesJSONForms: format == .json)
         let writer = GraphStreamWriter(sink: sink)
         try writer.writeModels(root: self)
-        guard case .array(let models) = sink.tree() else { return .array([]) }
+        guard case .array(let models) = sink.roots.first else { return .array([]) }
         return writer.sawReference ? .array(models) : models[0]
     }
 
