@@ -62,8 +62,9 @@ struct KintoServer: Sendable {
         // Bounded: a start that hangs is stopped, which ends the reads below.
         let pid = process.processIdentifier
         let watchdog = Task.detached {
-            try? await Task.sleep(for: startTimeout)
-            if process.isRunning, process.processIdentifier == pid { process.terminate() }
+            // Cancelled once the script has exited: its PID must not be signalled then.
+            guard (try? await Task.sleep(for: startTimeout)) != nil else { return }
+            kill(pid, SIGTERM)
         }
         defer { watchdog.cancel() }
         // On a thread of its own: reading to the end of the script's output blocks until it exits.
