@@ -123,6 +123,7 @@ struct KintoServiceTests {
         let error = await #expect(throws: ServiceError.self) { try await service.save(writer) }
         #expect(error?.code == .conflict)
         #expect(error?.statusCode == 412)
+        #expect(error?.serverVersion != nil)
         #expect(error?.record == RecordID(collection: "Writer", id: objectId))
         #expect(error?.description.contains("expected the version this context last saw") == true)
         #expect(writer.name == "Ann (mine)")
