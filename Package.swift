@@ -2,16 +2,20 @@
 import PackageDescription
 
 // The library has no package dependencies by design: it uses only the toolchain's Foundation
-// and Synchronization (and a one-header C target of its own, ModelKitShims). The benchmark suite is a separate package in Benchmarks/ so that its
+// and Synchronization (and a one-header C target of its own, ModelKitShims); ModelKitServices adds
+// Foundation's networking (FoundationNetworking on Linux). The benchmark suite is a separate package in Benchmarks/ so that its
 // peers never become dependencies of ModelKit itself.
 let package = Package(
     name: "ModelKit",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .library(name: "ModelKit", targets: ["ModelKit"])
+        .library(name: "ModelKit", targets: ["ModelKit"]),
+        // Models tied to a backend server (Kinto for now); Foundation's networking only.
+        .library(name: "ModelKitServices", targets: ["ModelKitServices"]),
     ],
     targets: [
         .target(name: "ModelKit", dependencies: ["ModelKitShims"]),
+        .target(name: "ModelKitServices", dependencies: ["ModelKit"]),
         // One C header: the change epoch that property writes read on their fast path.
         .target(name: "ModelKitShims"),
         .target(
@@ -30,6 +34,8 @@ let package = Package(
             dependencies: ["ModelKit", "ModelKitTestSupport", "PersistenceWriterChild"],
             resources: [.copy("Fixtures")]
         ),
+        // Runs against a real Kinto server that the tests start with Scripts/kinto-server.
+        .testTarget(name: "ModelKitServicesTests", dependencies: ["ModelKitServices", "ModelKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

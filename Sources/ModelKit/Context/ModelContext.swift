@@ -157,6 +157,9 @@ public final class ModelContext {
     /// alive by it.
     weak var owner: (any Actor)?
 
+    /// What other targets of this package keep per context (see `subscript(packageState:)`).
+    var packageState: [String: AnyObject] = [:]
+
     /// Creates an empty context, owned by the isolation domain that creates it.
     ///
     /// ```swift

@@ -1,0 +1,96 @@
+import Foundation
+import ModelKit
+
+/// A model type whose instances are stored on a backend, one record per model in the collection
+/// named ``ModelKit/Model/modelName``, with ``ModelKit/Model/objectId`` as the record id (the
+/// seed's `MKitParseModel`).
+///
+/// ```swift
+/// final class Author: ModelObject<Author.Properties>, RemoteModel {
+///     struct Properties: ModelProperties { var name = "" }
+/// }
+/// ```
+///
+/// Fetching resolves references by model name, so register every remote type at launch
+/// (`ModelRegistry.register(Author.self, Post.self)`), or use it before the first fetch.
+public protocol RemoteModel: Model {}
+
+/// Names a record on a backend: its collection (the model name) and its id (the object id).
+public struct RecordID: Hashable, Sendable, CustomStringConvertible {
+    public let collection: String
+    public let id: String
+
+    public init(collection: String, id: String) {
+        self.collection = collection
+        self.id = id
+    }
+
+    public var description: String { "\(collection)/\(id)" }
+}
+
+/// A record's version on the server, sent back as a precondition on the next write (for Kinto:
+/// `last_modified`, whose ETag is the same number in quotes).
+public struct RemoteVersion: Hashable, Sendable {
+    public let rawValue: String
+
+    public init(_ rawValue: String) {
+        self.rawValue = rawValue
+    }
+}
+
+/// A record as the server stores it: its fields in the JSON form of ``ModelKit/ModelValue``.
+public struct RemoteRecord: Sendable {
+    public let id: RecordID
+    public let version: RemoteVersion
+    public let fields: ModelValue.Object
+
+    public init(id: RecordID, version: RemoteVersion, fields: ModelValue.Object) {
+        self.id = id
+        self.version = version
+        self.fields = fields
+    }
+}
+
+/// One write for ``ModelService/perform(_:)``.
+public enum RecordWrite: Sendable {
+    /// Creates the record, failing with a conflict if it exists.
+    case create(RecordID, fields: ModelValue.Object)
+    /// Replaces the record, failing with a conflict unless its version is `expected`.
+    case update(RecordID, fields: ModelValue.Object, expected: RemoteVersion)
+    /// Deletes the record, failing with a conflict unless its version is `expected` (when given).
+    case delete(RecordID, expected: RemoteVersion?)
+
+    /// The record written.
+    public var record: RecordID {
+        switch self {
+        case .create(let id, _), .update(let id, _, _), .delete(let id, _): id
+        }
+    }
+}
+
+/// What became of one write.
+public enum RecordWriteResult: Sendable {
+    /// Written: the record's new version (for a delete, the tombstone's).
+    case written(RemoteVersion)
+    /// Not written, and why.
+    case failed(ServiceError)
+}
+
+/// A backend that stores records: what an adapter implements (the seed's `MKitService`).
+///
+/// It only sees `Sendable` values (record ids, fields as ``ModelKit/ModelValue``, versions), so
+/// it runs off the caller's actor. The model-level operations (``save(_:isolation:)``,
+/// ``fetch(_:isolation:)``, ``delete(_:isolation:)``) are written once, on top of these two calls,
+/// and run in the caller's isolation domain, where the models live.
+public protocol ModelService: AnyObject, Sendable {
+    /// Names the store the records live in: two services with the same identifier see the same
+    /// records (the same server, bucket and user), so they share the versions a context keeps.
+    var storeIdentifier: String { get }
+
+    /// Sends the writes in order, in as few requests as the backend allows, and returns a result
+    /// per write. Writes after a failed request come back as ``ServiceError/Code/notAttempted``.
+    func perform(_ writes: [RecordWrite]) async throws(ServiceError) -> [RecordWriteResult]
+
+    /// Reads one record; a missing one is ``ServiceError/Code/notFound``.
+    func read(_ id: RecordID) async throws(ServiceError) -> RemoteRecord
+}

@@ -1,0 +1,145 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+import ModelKit
+import Testing
+
+@testable import ModelKitServices
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The test models: a writer and their articles, referencing each other.
+final class Writer: ModelObject<Writer.Properties>, RemoteModel {
+    struct Properties: ModelProperties {
+        var name = ""
+        var age = 0
+        var born: Date?
+        var avatar: Data?
+        var articles = ModelArray<Article>()
+    }
+}
+
+final class Article: ModelObject<Article.Properties>, RemoteModel {
+    struct Properties: ModelProperties {
+        var title = ""
+        var author = ModelRef<Writer>()
+    }
+}
+
+/// One Kinto server for the whole test process, started on first use with Scripts/kinto-server
+/// (which installs Kinto into .build/kinto-venv if needed). The server stops by itself when this
+/// process exits (it watches its parent), and after 15 minutes in any case.
+struct KintoServer: Sendable {
+    let url: URL
+    let user: String
+    let password: String
+
+    static let shared = Task<KintoServer, any Error> { try await start() }
+
+    /// How long installing and starting may take before the tests fail.
+    static let startTimeout: Duration = .seconds(240)
+
+    private static func start() async throws -> KintoServer {
+        try ModelRegistry.register(Writer.self, Article.self)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = root.appendingPathComponent("Scripts/kinto-server")
+        process.arguments = [
+            "start", "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "900",
+            "--timeout", "120",
+        ]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Bounded: a start that hangs is stopped, which ends the reads below.
+        let pid = process.processIdentifier
+        let watchdog = Task.detached {
+            // Cancelled once the script has exited: its PID must not be signalled then.
+            guard (try? await Task.sleep(for: startTimeout)) != nil else { return }
+            kill(pid, SIGTERM)
+        }
+        defer { watchdog.cancel() }
+        // On a thread of its own: reading to the end of the script's output blocks until it exits.
+        let (status, text, log): (Int32, String, String) = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                // waitpid, not waitUntilExit: the latter never returned in this test process.
+                var status: Int32 = 0
+                let waited = waitpid(pid, &status, 0)
+                let exitStatus: Int32 = waited == pid ? (status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)) : -1
+                continuation.resume(returning: (exitStatus, text, log))
+            }
+        }
+        guard status == 0 || status == -1,  // -1: reaped by Foundation; the output tells
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("KINTO_URL=") }),
+            let url = URL(string: String(line.dropFirst("KINTO_URL=".count)))
+        else {
+            throw FixtureError(
+                "Scripts/kinto-server could not start Kinto (status \(status)); run it by hand to see why "
+                    + "(it needs python3.10+ and pip's access to PyPI once, or an existing .build/kinto-venv):\n\(log)")
+        }
+        let server = KintoServer(url: url, user: "tests-\(UUID().uuidString.prefix(8))", password: "correct horse")
+        let signUp = try await server.request(
+            "PUT", "/accounts/\(server.user)", body: ["data": ["password": .string(server.password)]],
+            headers: ["If-None-Match": "*"], authenticated: false)
+        guard signUp.status == 201 else { throw FixtureError("sign-up answered \(signUp.status)") }
+        return server
+    }
+
+    /// A service on a bucket of its own, with a collection per test model, so that tests do not
+    /// see each other's records.
+    static func freshService() async throws -> KintoService {
+        let server = try await shared.value
+        let bucket = "b" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let create: ModelValue = [
+            "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
+            "requests": [
+                ["path": .string("/buckets/\(bucket)")],
+                ["path": .string("/buckets/\(bucket)/collections/Writer")],
+                ["path": .string("/buckets/\(bucket)/collections/Article")],
+            ],
+        ]
+        let answer = try await server.request("POST", "/batch", body: create)
+        guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
+            responses.allSatisfy({ $0["status"] == 201 })
+        else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
+        return server.service(bucket: bucket)
+    }
+
+    func service(bucket: String) -> KintoService {
+        KintoService(url: url, bucket: bucket, user: user, password: password, timeout: .seconds(20))
+    }
+
+    /// A request made by hand (another client), with the test account's credentials.
+    func request(
+        _ method: String, _ path: String, body: ModelValue? = nil, headers: [String: String] = [:], authenticated: Bool = true
+    ) async throws -> (status: Int, body: ModelValue) {
+        var request = URLRequest(url: URL(string: url.absoluteString + path)!, timeoutInterval: 20)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = body.jsonData()
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        for (key, value) in headers { request.setValue(value, forHTTPHeaderField: key) }
+        if authenticated {
+            request.setValue("Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        return (status, (try? ModelValue(json: data)) ?? .null)
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
