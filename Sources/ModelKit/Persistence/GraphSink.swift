@@ -63,6 +63,25 @@ protocol GraphSink: AnyObject {
 
 extension GraphSink {
     func expect(models count: Int) {}
+
+    /// ``beginModel(name:id:objectId:createdAt:updatedAt:)`` member by member, for sinks that
+    /// build trees (the byte writers write the constant parts in one go).
+    func beginModelMemberByMember(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
+        beginObject()
+        key("model")
+        string(name)
+        key("modelId")
+        modelId(id)
+        if let objectId {
+            key("objectId")
+            string(objectId)
+        }
+        key("createdAt")
+        date(createdAt)
+        key("updatedAt")
+        date(updatedAt)
+        key("properties")
+    }
 }
 
 /// Writes the decimal digits of `value` to `buffer`.

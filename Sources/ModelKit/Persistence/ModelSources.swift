@@ -1,7 +1,5 @@
 import Foundation
 
-private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
-
 /// Models from JSON text: the envelope is walked as a stream, each model is parsed into the
 /// reused tape on its own (so memory does not grow with the file), and properties are parsed
 /// again from their byte offset when they are decoded.
@@ -234,11 +232,7 @@ final class JSONSource: ModelSource {
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
         decodedObject = (handle, try tape.parse(at: handle))
-        let info = infos.info(M.self)
-        let decoder = TreeDecoder(
-            document: JSONDocument(tape: tape), node: 0, defaults: info.defaults, loader: loader, codingPath: propertiesPath,
-            depth: 1, renames: info.renames)
-        return try M.Properties(from: decoder)
+        return try TreeDecoder.decodeProperties(M.self, at: 0, in: JSONDocument(tape: tape), info: infos.info(M.self), loader: loader)
     }
 
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
@@ -281,11 +275,7 @@ final class BinaryPlistSource: ModelSource {
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
-        let info = infos.info(M.self)
-        let decoder = TreeDecoder(
-            document: document, node: handle, defaults: info.defaults, loader: loader, codingPath: propertiesPath, depth: 1,
-            renames: info.renames)
-        return try M.Properties(from: decoder)
+        try TreeDecoder.decodeProperties(M.self, at: handle, in: document, info: infos.info(M.self), loader: loader)
     }
 
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws

@@ -67,20 +67,7 @@ final class ModelValueSink: GraphSink {
     func modelId(_ value: ModelID) { append(.string(value.description)) }
 
     func beginModel(name: String, id: ModelID, objectId: String?, createdAt: Date, updatedAt: Date) {
-        beginObject()
-        key("model")
-        string(name)
-        key("modelId")
-        modelId(id)
-        if let objectId {
-            key("objectId")
-            string(objectId)
-        }
-        key("createdAt")
-        date(createdAt)
-        key("updatedAt")
-        date(updatedAt)
-        key("properties")
+        beginModelMemberByMember(name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt)
     }
 
     func pointer(name: String, id: ModelID, objectId: String?) {

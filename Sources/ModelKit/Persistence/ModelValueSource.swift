@@ -1,7 +1,5 @@
 import Foundation
 
-private let propertiesPath: [any CodingKey] = [IndexKey(stringValue: "properties")]
-
 /// Models from a value tree (``Model/instance(from:in:options:)``): the tree is flattened into a
 /// ``ModelValueDocument`` and read by the same loader and decoder as files, so a tree and a file
 /// holding the same models load the same way and fail with the same errors.
@@ -27,11 +25,7 @@ final class ModelValueSource: ModelSource {
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
-        let info = infos.info(M.self)
-        let decoder = TreeDecoder(
-            document: document, node: handle, defaults: info.defaults, loader: loader, codingPath: propertiesPath, depth: 1,
-            renames: info.renames)
-        return try M.Properties(from: decoder)
+        try TreeDecoder.decodeProperties(M.self, at: handle, in: document, info: infos.info(M.self), loader: loader)
     }
 
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws

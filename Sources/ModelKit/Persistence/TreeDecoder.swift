@@ -27,6 +27,19 @@ extension TreeReference {
 /// `[String].self`, whose metadata would otherwise be looked up for every value decoded.
 private let stringArrayType = ObjectIdentifier([String].self)
 
+extension TreeDecoder {
+    /// Decodes the properties of a model of type `M` from the object `node`, with the type's
+    /// defaults for missing keys and its renamed keys.
+    static func decodeProperties<M: Model>(
+        _ type: M.Type, at node: Int, in document: D, info: ModelTypeInfo, loader: GraphLoader
+    ) throws -> M.Properties {
+        let decoder = TreeDecoder(
+            document: document, node: node, defaults: info.defaults, loader: loader,
+            codingPath: [IndexKey(stringValue: "properties")], depth: 1, renames: info.renames)
+        return try M.Properties(from: decoder)
+    }
+}
+
 final class TreeDecoder<D: TreeDocument>: Decoder {
     let document: D
     let node: Int
