@@ -200,6 +200,8 @@ public final class KintoService: ModelService {
         requestCount.add(1, ordering: .relaxed)
         do {
             (data, response) = try await session.data(for: request)
+        } catch let error as URLError where error.code == .timedOut {
+            throw ServiceError(.timedOut("\(method) \(url.absoluteString)"))
         } catch {
             throw ServiceError(.unreachable("\(method) \(url.absoluteString): \(error.localizedDescription)"))
         }
@@ -250,8 +252,18 @@ public final class KintoService: ModelService {
                 current = RemoteVersion(etag.trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
             }
             return ServiceError(.conflict(current: current))
+        case 401:
+            return ServiceError(.unauthorized(body["message"]?.stringValue ?? ""))
+        case 403:
+            return ServiceError(.forbidden(body["message"]?.stringValue ?? ""))
         default:
-            return ServiceError(.httpStatus(status, body["message"]?.stringValue ?? ""))
+            let message = body["message"]?.stringValue ?? ""
+            let retryAfter = headers.first(where: { $0.key.lowercased() == "retry-after" }).flatMap { Int($0.value) }
+            if status == 429 || (status == 503 && retryAfter != nil) {
+                return ServiceError(.rateLimited(retryAfter: retryAfter.map { .seconds($0) }, status: status))
+            }
+            if (500...599).contains(status) { return ServiceError(.serverError(status, message)) }
+            return ServiceError(.httpStatus(status, message))
         }
     }
 

@@ -7,9 +7,20 @@ import Foundation
 public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// The kinds of failure, for `switch`ing on.
     public enum Code: String, Sendable, Hashable {
-        /// The server could not be reached, or did not answer in time.
+        /// The server could not be reached (refused, dropped, or no such host).
         case unreachable
-        /// The server answered with an HTTP status the operation did not expect.
+        /// The server did not answer within the service's timeout.
+        case timedOut
+        /// The server refused the request without valid credentials (HTTP 401).
+        case unauthorized
+        /// The credentials are valid but do not allow the request (HTTP 403).
+        case forbidden
+        /// The server asked the client to wait (HTTP 429, or 503 with `Retry-After`, or a
+        /// `Backoff` header); ``ServiceError/retryAfter`` says how long, when it said.
+        case rateLimited
+        /// The server failed (HTTP 5xx).
+        case serverError
+        /// The server answered with another HTTP status the operation did not expect.
         case httpStatus
         /// The record changed on the server since this context last saw it (HTTP 412).
         case conflict
@@ -21,16 +32,24 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case invalidModel
         /// The write was not sent because an earlier one in the same operation failed.
         case notAttempted
+        /// The backend does not offer the operation (such as a password reset without an emailer).
+        case notSupported
     }
 
     enum Kind: Sendable {
         case unreachable(String)
+        case timedOut(String)
+        case unauthorized(String)
+        case forbidden(String)
+        case rateLimited(retryAfter: Duration?, status: Int)
+        case serverError(Int, String)
         case httpStatus(Int, String)
         case conflict(current: RemoteVersion?)
         case notFound
         case invalidResponse(expected: String, found: String)
         case invalidModel(expected: String, found: String)
         case notAttempted
+        case notSupported(String)
     }
 
     let kind: Kind
@@ -47,23 +66,41 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     public var code: Code {
         switch kind {
         case .unreachable: .unreachable
+        case .timedOut: .timedOut
+        case .unauthorized: .unauthorized
+        case .forbidden: .forbidden
+        case .rateLimited: .rateLimited
+        case .serverError: .serverError
         case .httpStatus: .httpStatus
         case .conflict: .conflict
         case .notFound: .notFound
         case .invalidResponse: .invalidResponse
         case .invalidModel: .invalidModel
         case .notAttempted: .notAttempted
+        case .notSupported: .notSupported
         }
     }
 
-    /// The HTTP status, for ``Code/httpStatus``, ``Code/conflict`` (412) and ``Code/notFound`` (404).
+    /// The HTTP status of an answer the server gave: for ``Code/httpStatus``,
+    /// ``Code/serverError``, ``Code/rateLimited``, ``Code/unauthorized`` (401),
+    /// ``Code/forbidden`` (403), ``Code/conflict`` (412) and ``Code/notFound`` (404).
     public var statusCode: Int? {
         switch kind {
-        case .httpStatus(let status, _): status
+        case .httpStatus(let status, _), .serverError(let status, _): status
+        case .rateLimited(_, let status): status
+        case .unauthorized: 401
+        case .forbidden: 403
         case .conflict: 412
         case .notFound: 404
         default: nil
         }
+    }
+
+    /// For ``Code/rateLimited``: how long the server asked the client to wait, when it said
+    /// (`Retry-After` or `Backoff`, in seconds).
+    public var retryAfter: Duration? {
+        if case .rateLimited(let delay, _) = kind { return delay }
+        return nil
     }
 
     /// For a conflict: the version the server has now, when it said.
@@ -82,6 +119,16 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .unreachable(let reason):
             return "the server could not be reached\(subject): \(reason)"
+        case .timedOut(let request):
+            return "expected an answer in time\(subject) but found none: \(request)"
+        case .unauthorized(let message):
+            return "expected valid credentials\(subject) but the server refused them (HTTP 401)\(message.isEmpty ? "" : ": \(message)")"
+        case .forbidden(let message):
+            return "expected permission\(subject) but the server forbade the request (HTTP 403)\(message.isEmpty ? "" : ": \(message)")"
+        case .rateLimited(let delay, let status):
+            return "the server asked to wait\(subject) (HTTP \(status))" + (delay.map { ": retry after \($0)" } ?? "")
+        case .serverError(let status, let message):
+            return "expected a successful answer\(subject) but the server failed (HTTP \(status))\(message.isEmpty ? "" : ": \(message)")"
         case .httpStatus(let status, let message):
             return "expected a successful answer\(subject) but found HTTP \(status)\(message.isEmpty ? "" : ": \(message)")"
         case .conflict(let current):
@@ -95,6 +142,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "cannot send the model\(subject): expected \(expected) but found \(found)"
         case .notAttempted:
             return "not attempted\(subject): an earlier write of the same operation failed"
+        case .notSupported(let what):
+            return "not supported by this backend\(subject): \(what)"
         }
     }
 }
