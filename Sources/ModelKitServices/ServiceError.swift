@@ -34,6 +34,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notAttempted
         /// The backend does not offer the operation (such as a password reset without an emailer).
         case notSupported
+        /// No service was passed and no default is set (``ModelServices/default``).
+        case notConfigured
     }
 
     enum Kind: Sendable {
@@ -50,6 +52,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case invalidModel(expected: String, found: String)
         case notAttempted
         case notSupported(String)
+        case notConfigured
     }
 
     let kind: Kind
@@ -78,6 +81,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .invalidModel: .invalidModel
         case .notAttempted: .notAttempted
         case .notSupported: .notSupported
+        case .notConfigured: .notConfigured
         }
     }
 
@@ -144,6 +148,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "not attempted\(subject): an earlier write of the same operation failed"
         case .notSupported(let what):
             return "not supported by this backend\(subject): \(what)"
+        case .notConfigured:
+            return "expected a service (passed, or set as ModelServices.default) but found none\(subject)"
         }
     }
 }
