@@ -346,7 +346,8 @@ extension Model {
             storage.quietEpoch = 0
         } else {
             storage.stampPending = true
-            storage.quietEpoch = epoch
+            // A model with relationships stays on this path: its reference writes keep inverses.
+            storage.quietEpoch = _allowsQuietWrites(Self.self) ? epoch : 0
             // A model inserted since the context's last reset counts as inserted, not updated.
             if let context, context.changeGeneration != storage.insertedGeneration {
                 context.noteUpdated(storage.metadata.modelId)

@@ -42,6 +42,9 @@ public final class ModelContext {
         /// The models of each type, in a typed array (a `TypeList<M>`), so that listing or
         /// querying one type neither walks the others nor casts each model.
         var byType: [ObjectIdentifier: AnyObject] = [:]
+        /// The ids of the models removed from the context (and not back since), which arrays
+        /// leave out of their ``ModelArray/ids``: removal drops a model from every array.
+        var removedIds = Set<ModelID>()
 
         /// The ids of the models inserted since the last reset (whose inserted generation is
         /// `generation`) and still here. O(n) in the models of the context, and no work at all
@@ -131,6 +134,9 @@ public final class ModelContext {
     /// accessors below never nest, and a run-time exclusivity check on every lookup would cost
     /// more than the lookup's hashing.
     @exclusivity(unchecked) private var registry = Registry()
+    /// Whether `registry.removedIds` holds any id, read without the registry (arrays ask on
+    /// every read of their ids).
+    @exclusivity(unchecked) var hasRemovedIds = false
 
     /// Models the app still holds outlive their context; their unowned pointer to it must not.
     deinit {
@@ -343,6 +349,9 @@ public final class ModelContext {
             if let objectKey, let existing = registry.objectIds[objectKey] { return existing }
             registry.models[id] = model
             if let objectKey { registry.objectIds[objectKey] = model }
+            if !registry.removedIds.isEmpty, registry.removedIds.remove(id) != nil {
+                hasRemovedIds = !registry.removedIds.isEmpty
+            }
             registry.addToTypeList(model)
             countsAsInserted = registry.log.inserted(id)
             return nil
@@ -370,19 +379,25 @@ public final class ModelContext {
         }
     }
 
-    /// Removes `model` from the context. References to it read as `nil` from now on.
+    /// Removes `model` from the context, with the models its relationships' delete rules remove
+    /// along with it (``DeleteRule/cascade``), and brings the inverses of its relationships in
+    /// line (``DeleteRule/nullify``). References to it read as `nil` from now on, and arrays drop
+    /// it (``ModelArray/ids`` included). A ``DeleteRule/deny`` rule acts as nullify here;
+    /// ``delete(_:)`` checks it.
     ///
     /// Removing a model the context doesn't hold does nothing.
     ///
-    /// - Complexity: O(1).
+    /// - Complexity: O(1) for a model of a type without relationships; otherwise O(r) in the
+    ///   references of the models removed.
     public func remove<M: Model>(_ model: M) {
-        remove(model, typeSlot: nil)
+        // Without checking deny rules this can't fail.
+        try? remove(applyingRulesFrom: model, checkingDeny: false)
     }
 
     /// - Parameter typeSlot: Where the model is in this context's list of its type, when the
     ///   caller knows it; `nil` reads it from the model under the lock (removing another model
     ///   moves one, under the lock).
-    private func remove<M: Model>(_ model: M, typeSlot: Int?) {
+    func remove<M: Model>(_ model: M, typeSlot: Int?) {
         let id = model.storage.metadata.modelId
         let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
         let removed = withRegistry { registry -> Bool in
@@ -394,9 +409,11 @@ public final class ModelContext {
                 if registry.objectIds[key] === model { registry.objectIds[key] = nil }
             }
             registry.log.removed(id, insertedSinceReset: insertedSinceReset)
+            registry.removedIds.insert(id)
             return true
         }
         guard removed else { return }
+        hasRemovedIds = true
         indexRegistry.forEach(of: M.self) { $0.removed(model) }
         model.storage.context = nil
         model.storage.metadata.membership = .removed
@@ -418,8 +435,10 @@ public final class ModelContext {
             for id in registry.models.ids where !inserted.contains(id) { log.removed.insert(id) }
             log.insertedCount = 0
             log.updated = []
+            let removedIds = registry.removedIds
             registry = Registry()
             registry.log = log
+            registry.removedIds = removedIds
             return models
         }
         if !indexRegistry.isEmpty { indexRegistry.clear() }

@@ -126,6 +126,11 @@ extension Model {
                 let pending = _willChange()
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
                 _didChange(pending)
+                // A model of a type with relationships never writes quietly, so this is where
+                // every write of its references comes.
+                if let field = inverseField(keyPath) {
+                    field.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
+                }
             }
         }
     }
@@ -156,9 +161,17 @@ extension Model {
             if storage.writesQuietly {
                 storage.values[keyPath: keyPath] = array
             } else {
+                let field = inverseField(keyPath)
+                let before = field == nil ? [] : storage.values[keyPath: keyPath].ids
                 let pending = _willChange()
                 storage.values[keyPath: keyPath] = array
                 _didChange(pending)
+                if let field {
+                    let after = array.ids
+                    let (old, new) = (Set(before), Set(after))
+                    let added = Set(after.filter { !old.contains($0) }).compactMap { field.side.resolve($0, from: self) }
+                    field.propagate(owner: self, removed: before.filter { !new.contains($0) }, added: added)
+                }
             }
         }
         _modify {
@@ -168,6 +181,18 @@ extension Model {
             // What the mutation added and the context could not adopt, the owner holds.
             defer { storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context)) }
             if storage.writesQuietly {
+                yield &storage.values[keyPath: keyPath]
+            } else if let field = inverseField(keyPath) {
+                // The array notes what the mutation removes and adds, for the inverse side.
+                let journal = ModelArrayJournal()
+                storage.values[keyPath: keyPath].held.insert(journal, at: 0)
+                let pending = _willChange()
+                defer {
+                    storage.values[keyPath: keyPath].held.removeAll { $0 === journal }
+                    _didChange(pending)
+                    storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context))
+                    field.propagate(owner: self, removed: journal.removed, added: journal.added)
+                }
                 yield &storage.values[keyPath: keyPath]
             } else {
                 let pending = _willChange()

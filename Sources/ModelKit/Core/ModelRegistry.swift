@@ -23,12 +23,14 @@ public enum ModelRegistry {
     ///
     /// - Throws: ``ModelRegistryError`` when another type is already registered under the same
     ///   name; ``ModelDeclarationError`` when a type has a persisted property that a member of
-    ///   every model hides (`changes`, `modelId`, …), before any of `types` is registered.
+    ///   every model hides (`changes`, `modelId`, …), and ``RelationshipDeclarationError`` when
+    ///   a declared inverse does not match its other side, before any of `types` is registered.
     /// - Complexity: O(p) per type, in its number of properties.
     public static func register(_ types: any Model.Type...) throws {
         for type in types {
             let hidden = shadowedProperties(of: type)
             if !hidden.isEmpty { throw ModelDeclarationError(modelName: type.modelName, hiddenProperties: hidden) }
+            if let problem = type.relationshipProblems.first { throw problem }
         }
         for type in types {
             let name = type.modelName

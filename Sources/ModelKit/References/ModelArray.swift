@@ -46,8 +46,15 @@ public struct ModelArray<Element: Model> {
         added = models
     }
 
-    /// The ids of all stored references, in order, including those that do not resolve right now.
-    public var ids: [ModelID] { references.compactMap(\.id) }
+    /// The ids of all stored references, in order, including those that do not resolve right now,
+    /// but not those of models removed from the array's context (see
+    /// ``ModelContext/remove(_:)``): a removed model is dropped from every array.
+    public var ids: [ModelID] {
+        guard let context, context.hasRemovedIds else { return references.compactMap(\.id) }
+        return context.withRegistry { registry in
+            references.compactMap { reference in reference.id.flatMap { registry.removedIds.contains($0) ? nil : $0 } }
+        }
+    }
 
     /// The live elements as an `Array`.
     ///
@@ -167,6 +174,10 @@ extension ModelArray: RangeReplaceableCollection {
     /// - Complexity: O(n + m), as `Array.replaceSubrange`; appending is amortized O(1).
     public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Index>, with newElements: C)
     where C.Element == Element {
+        if let journal {
+            journal.removed += references[subrange.lowerBound.raw..<subrange.upperBound.raw].compactMap(\.id)
+            journal.added += newElements.map { $0 as AnyModelObject }
+        }
         // Lazily mapped: appending one model must not allocate an intermediate array.
         references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
         for model in newElements where !(context?.adopt(model) ?? false) {
@@ -177,6 +188,35 @@ extension ModelArray: RangeReplaceableCollection {
 
     public mutating func reserveCapacity(_ n: Int) {
         references.reserveCapacity(n)
+    }
+
+    /// Removes every reference. (The default would replace the array with a new one, losing
+    /// track of what was removed, which an inverse needs.)
+    ///
+    /// - Complexity: O(n).
+    public mutating func removeAll(keepingCapacity keepCapacity: Bool = false) {
+        if let journal { journal.removed += references.compactMap(\.id) }
+        references.removeAll(keepingCapacity: keepCapacity)
+    }
+
+    /// Removes the elements for which `shouldBeRemoved` is true; references that don't resolve
+    /// (to models not in the context) are not elements, and stay.
+    ///
+    /// - Complexity: O(n).
+    public mutating func removeAll(where shouldBeRemoved: (Element) throws -> Bool) rethrows {
+        var kept: [ModelRef<Element>] = []
+        var removed: [ModelID] = []
+        kept.reserveCapacity(references.count)
+        for raw in references.indices {
+            if let element = resolve(at: raw), try shouldBeRemoved(element), let id = references[raw].id {
+                removed.append(id)
+            } else {
+                kept.append(references[raw])
+            }
+        }
+        guard !removed.isEmpty else { return }
+        journal?.removed += removed
+        references = kept
     }
 }
 
