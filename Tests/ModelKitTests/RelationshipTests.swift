@@ -193,3 +193,48 @@ import Testing
         }
     }
 }
+
+@Suite("Inverses when properties change as a whole")
+@MainActor struct InverseReplacementTests {
+    @Test("Reverting a note's folder puts it back in its old folder's array")
+    func revert() {
+        inFreshContext { _ in
+            let inbox = Folder.instance()
+            let archive = Folder.instance()
+            let note = Memo.instance()
+            inbox.notes.append(note)
+            note.resetChanges()
+            note.folder = archive
+            #expect(inbox.notes.isEmpty)
+            note.revertChanges()
+            #expect(note.folder === inbox)
+            #expect(inbox.notes.ids == [note.modelId])
+            #expect(archive.notes.ids.isEmpty)
+        }
+    }
+
+    @Test("Loading a file whose two sides disagree repairs them: the to-one side wins, a missing half is completed")
+    func repairOnLoad() throws {
+        try inFreshContext { context in
+            let first = Folder.instance()
+            let second = Folder.instance()
+            let moved = Memo.instance()
+            let staying = Memo.instance()
+            first.notes.append(moved)
+            second.notes.append(staying)
+            var text = String(decoding: try context.data(), as: UTF8.self)
+            func pointer(to folder: Folder) -> String {
+                #"{"__type":"ModelPointer","model":"Folder","modelId":"\#(folder.modelId)"}"#
+            }
+            try #require(text.contains(pointer(to: first)))
+            // The note says it is in the second folder; the first folder's array still holds it.
+            text = text.replacingOccurrences(of: pointer(to: first), with: pointer(to: second))
+            let loaded = ModelContext()
+            try loaded.load(Data(text.utf8))
+            let loadedMoved = try #require(loaded.model(Memo.self, modelId: moved.modelId))
+            #expect(loadedMoved.folder?.modelId == second.modelId)
+            #expect(loaded.model(Folder.self, modelId: first.modelId)?.notes.ids == [])
+            #expect(loaded.model(Folder.self, modelId: second.modelId)?.notes.ids == [staying.modelId, moved.modelId])
+        }
+    }
+}

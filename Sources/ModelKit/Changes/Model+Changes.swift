@@ -100,8 +100,10 @@ extension Model {
             original = Properties()
         }
         let pending = _willChange()
+        let before = storage.values
         storage.values = original
         _didChange(pending)
+        propagateReplacement(from: before)
         resetChanges()
     }
 

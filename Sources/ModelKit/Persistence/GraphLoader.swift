@@ -295,6 +295,9 @@ final class GraphLoader {
         // the context turns away (another thread inserted the same id meanwhile) are unmarked.
         for model in context.registerLoaded(batches) { Self.detach(model) }
         for model in placeholderOrder { insert(model) }
+        // A file whose two sides of an inverse disagree (written by hand, or by an older
+        // version) is repaired once every model is in place. Types without inverses skip it.
+        for batch in batches { batch.repairInverses() }
     }
 
     private func insert<M: Model>(_ model: M) {

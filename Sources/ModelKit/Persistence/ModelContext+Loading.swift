@@ -12,6 +12,8 @@ protocol LoadedModelBatch: AnyObject {
     func register(in registry: inout ModelContext.Registry, checkIds: Bool, rejected: inout [any Model])
     /// What `ModelContext.insert` does after registering a model, for the accepted ones.
     func didRegister(in context: ModelContext, generation: UInt32)
+    /// Makes both sides of the loaded models' inverses agree (see `RelationshipTable.repair`).
+    func repairInverses()
 }
 
 extension ModelContext {

@@ -9,6 +9,8 @@ protocol RelationshipSide: Sendable {
     var isArray: Bool { get }
     /// The ids the field holds, in order.
     func ids(in owner: AnyModelObject) -> [ModelID]
+    /// The ids the field holds in the properties at `base` (a value of `Owner.Properties`).
+    func ids(at base: UnsafeRawPointer) -> [ModelID]
     /// Whether the field holds `id`.
     func contains(_ id: ModelID, in owner: AnyModelObject) -> Bool
     /// Sets the field to `target` (to-one) or appends `target` (to-many).
@@ -26,10 +28,12 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     private func typed(_ owner: AnyModelObject) -> Owner { owner as! Owner }
 
     func ids(in owner: AnyModelObject) -> [ModelID] {
-        typed(owner).storage.box.withValuesPointer { base in
-            if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.compactMap(\.id) }
-            return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).id.map { [$0] } ?? []
-        }
+        typed(owner).storage.box.withValuesPointer { ids(at: $0) }
+    }
+
+    func ids(at base: UnsafeRawPointer) -> [ModelID] {
+        if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.compactMap(\.id) }
+        return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).id.map { [$0] } ?? []
     }
 
     func contains(_ id: ModelID, in owner: AnyModelObject) -> Bool {
