@@ -39,18 +39,34 @@ private struct ReferenceGraph: Equatable {
 
 @Suite("Relationships against a reference graph")
 @MainActor struct RelationshipRandomTests {
-    @Test("Random edits, removals and cascades keep both sides of every inverse in agreement, and a save and load gives the same graph",
-        arguments: [1, 2, 3, 4])
+    @Test("Random edits, removals, cascades, undos and redos keep both sides of every inverse in agreement, and a save and load gives the same graph",
+        arguments: [1, 2, 3, 4, 5, 6])
     func randomEdits(seed: UInt64) throws {
         try inFreshContext { context in
             var random = SplitMix64(seed: seed)
             var expected = ReferenceGraph()
+            // Odd seeds also undo and redo, against the history of graphs.
+            let undo = seed % 2 == 1 ? ModelUndoManager() : nil
+            context.undoManager = undo
+            var history = [expected]
+            var position = 0
+            var undos = 0
+            var largest = 0
             func pick<T>(_ values: [T]) -> T? { values.isEmpty ? nil : values[Int(random.next() % UInt64(values.count))] }
             for step in 0..<400 {
                 let folders = context.models(of: Folder.self)
                 let notes = context.models(of: Memo.self)
                 let labels = context.models(of: Label.self)
-                switch random.next() % 12 {
+                // Kinds weighted so that the graph grows: creating and linking more often than
+                // removing.
+                let weights = [2, 2, 4, 2, 3, 1, 3, 1, 1, 1, 1, 1] + (undo == nil ? [] : [2, 0, 1])
+                var draw = Int(random.next() % UInt64(weights.reduce(0, +)))
+                var kind = 0
+                while draw >= weights[kind] {
+                    draw -= weights[kind]
+                    kind += 1
+                }
+                switch kind {
                 case 0:
                     expected.folders.insert(Folder.instance().modelId)
                 case 1:
@@ -62,6 +78,7 @@ private struct ReferenceGraph: Equatable {
                 case 3:
                     guard let note = pick(notes) else { continue }
                     let folder = random.next() % 4 == 0 ? nil : pick(folders)
+                    guard note.folder !== folder else { continue }
                     note.folder = folder
                     expected.noteFolder[note.modelId] = .some(folder?.modelId)
                 case 4:
@@ -99,13 +116,31 @@ private struct ReferenceGraph: Equatable {
                     label.removeFromContext()
                     expected.labels.remove(label.modelId)
                     for note in expected.noteTags.keys { expected.noteTags[note]?.remove(label.modelId) }
-                default:
+                case 11:
                     // Replace a note's tags wholesale.
                     guard let note = pick(notes) else { continue }
                     let chosen = labels.filter { _ in random.next() % 3 == 0 }
+                    guard Set(chosen.map(\.modelId)) != Set(note.tags.ids) else { continue }
                     note.tags = ModelArray(chosen)
                     expected.noteTags[note.modelId] = Set(chosen.map(\.modelId))
+                case 12, 13:
+                    guard let undo, position > 0 else { continue }
+                    undo.undo()
+                    undos += 1
+                    position -= 1
+                    expected = history[position]
+                default:
+                    guard let undo, position < history.count - 1 else { continue }
+                    undo.redo()
+                    position += 1
+                    expected = history[position]
                 }
+                if expected != history[position] {
+                    // A new step: what could be redone is gone.
+                    history = Array(history[...position]) + [expected]
+                    position += 1
+                }
+                largest = max(largest, expected.noteFolder.count + expected.noteTags.values.reduce(0) { $0 + $1.count })
                 let actual = ReferenceGraph.read(context)
                 #expect(actual == expected, "step \(step)")
                 if actual != expected { return }
@@ -115,6 +150,9 @@ private struct ReferenceGraph: Equatable {
                     #expect(ReferenceGraph.read(loaded) == expected, "round trip at step \(step)")
                 }
             }
+            // The rounds did something: notes and tags existed, and the undo runs undid steps.
+            #expect(largest > 10)
+            #expect(undo == nil || undos > 10)
         }
     }
 }

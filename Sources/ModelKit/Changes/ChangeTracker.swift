@@ -89,7 +89,7 @@ import Synchronization
     /// apart from Observation.
     @usableFromInline static func hasListeners(_ tracker: ChangeTracker?, context: ModelContext?) -> Bool {
         ModelNotifications.isEnabled || (tracker?.listening?.hasListeners ?? false)
-            || (context?.changeObservers.isEmpty == false)
+            || (context?.changeObservers.isEmpty == false) || context?.undoManager != nil
     }
 }
 
@@ -375,6 +375,7 @@ extension Model {
     @usableFromInline func _reportWrite(since before: Properties) {
         let changes = ModelChanges.between(Self.encoded(before), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
+        registerUndo(restoring: before)
         report(changes, batched: false)
     }
 

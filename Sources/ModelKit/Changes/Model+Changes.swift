@@ -150,6 +150,7 @@ extension Model {
         guard let start, ChangeTracker.hasListeners(tracker, context: storage.context) else { return }
         let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
+        registerUndo(restoring: start)
         report(changes, batched: true)
     }
 

@@ -134,6 +134,21 @@ public final class ModelContext {
     /// accessors below never nest, and a run-time exclusivity check on every lookup would cost
     /// more than the lookup's hashing.
     @exclusivity(unchecked) private var registry = Registry()
+
+    /// The undo manager that registers the context's changes, or `nil` (the default): property
+    /// writes, insertions, removals (with their cascades) and relationship changes, each action
+    /// one undo step. See Docs/Undo.md.
+    ///
+    /// ```swift
+    /// context.undoManager = ModelUndoManager()     // UndoManager() also does on Apple platforms
+    /// ```
+    ///
+    /// While it is set, every write saves the model's values before it (as while someone
+    /// observes each change), and the undo steps retain the models they restore.
+    public var undoManager: (any UndoRegistering)? {
+        // Models that write quietly now must take the path that registers undo.
+        didSet { ChangeEpoch.advance() }
+    }
     /// Whether `registry.removedIds` holds any id, read without the registry (arrays ask on
     /// every read of their ids).
     @exclusivity(unchecked) var hasRemovedIds = false
@@ -373,6 +388,7 @@ public final class ModelContext {
         model.storage.quietEpoch = 0  // its writes must now be noted by this context
         model.storage.insertedGeneration = countsAsInserted ? generation : 0
         indexRegistry.forEach(of: M.self) { $0.inserted(model) }
+        if undoManager != nil { registerUndoOfInsert(model) }
         if !changeObservers.isEmpty {
             let event = ModelChangeEvent(kind: .inserted, modelId: model.modelId, modelName: M.modelName)
             changeObservers.notify(event, model: model)
@@ -414,6 +430,7 @@ public final class ModelContext {
         }
         guard removed else { return }
         hasRemovedIds = true
+        if undoManager != nil { registerUndoOfRemove(model) }
         indexRegistry.forEach(of: M.self) { $0.removed(model) }
         model.storage.context = nil
         model.storage.metadata.membership = .removed

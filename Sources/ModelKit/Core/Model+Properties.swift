@@ -123,14 +123,21 @@ extension Model {
             if storage.writesQuietly {
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
             } else {
+                // A model of a type with relationships never writes quietly, so this is where
+                // every write of its references comes.
+                guard let field = inverseField(keyPath) else {
+                    let pending = _willChange()
+                    storage.values[keyPath: keyPath] = ModelRef(newValue)
+                    _didChange(pending)
+                    return
+                }
+                let undo = storage.context?.undoManager
+                undo?.beginUndoGrouping()
                 let pending = _willChange()
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
                 _didChange(pending)
-                // A model of a type with relationships never writes quietly, so this is where
-                // every write of its references comes.
-                if let field = inverseField(keyPath) {
-                    field.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
-                }
+                field.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
+                undo?.endUndoGrouping()
             }
         }
     }
@@ -163,6 +170,8 @@ extension Model {
             } else {
                 let field = inverseField(keyPath)
                 let before = field == nil ? [] : storage.values[keyPath: keyPath].ids
+                let undo = field == nil ? nil : storage.context?.undoManager
+                undo?.beginUndoGrouping()
                 let pending = _willChange()
                 storage.values[keyPath: keyPath] = array
                 _didChange(pending)
@@ -172,6 +181,7 @@ extension Model {
                     let added = Set(after.filter { !old.contains($0) }).compactMap { field.side.resolve($0, from: self) }
                     field.propagate(owner: self, removed: before.filter { !new.contains($0) }, added: added)
                 }
+                undo?.endUndoGrouping()
             }
         }
         _modify {
@@ -186,12 +196,15 @@ extension Model {
                 // The array notes what the mutation removes and adds, for the inverse side.
                 let journal = ModelArrayJournal()
                 storage.values[keyPath: keyPath].held.insert(journal, at: 0)
+                let undo = storage.context?.undoManager
+                undo?.beginUndoGrouping()
                 let pending = _willChange()
                 defer {
                     storage.values[keyPath: keyPath].held.removeAll { $0 === journal }
                     _didChange(pending)
                     storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context))
                     field.propagate(owner: self, removed: journal.removed, added: journal.added)
+                    undo?.endUndoGrouping()
                 }
                 yield &storage.values[keyPath: keyPath]
             } else {

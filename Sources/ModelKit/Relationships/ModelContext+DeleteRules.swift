@@ -59,17 +59,19 @@ extension ModelContext {
                 }
             }
         }
-        for model in order {
-            guard let table = model.relationshipTable else { continue }
-            for field in table.fields where field.rule != .noAction && field.rule != .cascade {
-                guard let inverse = field.inverse else { continue }
-                for id in field.side.ids(in: model) where !removing.contains(id) {
-                    guard let target = field.side.resolve(id, from: model) else { continue }
-                    inverse.remove(model.modelId, from: target)
+        undoGroup {
+            for model in order {
+                guard let table = model.relationshipTable else { continue }
+                for field in table.fields where field.rule != .noAction && field.rule != .cascade {
+                    guard let inverse = field.inverse else { continue }
+                    for id in field.side.ids(in: model) where !removing.contains(id) {
+                        guard let target = field.side.resolve(id, from: model) else { continue }
+                        inverse.remove(model.modelId, from: target)
+                    }
                 }
             }
+            for model in order { removeOne(model) }
         }
-        for model in order { removeOne(model) }
     }
 
     private func removeOne<N: Model>(_ model: N) {
