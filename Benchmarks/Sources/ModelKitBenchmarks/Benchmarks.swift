@@ -77,6 +77,8 @@ enum Benchmarks {
         queryGeoPoint,
         queryThroughReference,
         querySortCaseInsensitive,
+        relationshipsAppend,
+        relationshipsCascade,
     ]
 
     static var names: [String] { all.map(\.name) }

@@ -194,14 +194,16 @@ extension Model {
                 yield &storage.values[keyPath: keyPath]
             } else if let field = inverseField(keyPath) {
                 // The array notes what the mutation removes and adds, for the inverse side.
-                let journal = ModelArrayJournal()
-                storage.values[keyPath: keyPath].held.insert(journal, at: 0)
                 let undo = storage.context?.undoManager
                 undo?.beginUndoGrouping()
                 let pending = _willChange()
+                // After `_willChange`, so that the values it may save (for observers, for undo)
+                // don't hold the journal.
+                let journal = ModelArrayJournal()
+                storage.values[keyPath: keyPath].held.insert(journal, at: 0)
                 defer {
-                    storage.values[keyPath: keyPath].held.removeAll { $0 === journal }
                     _didChange(pending)
+                    // Releasing empties the array's `held`, the journal with it.
                     storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context))
                     field.propagate(owner: self, removed: journal.removed, added: journal.added)
                     undo?.endUndoGrouping()

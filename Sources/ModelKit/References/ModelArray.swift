@@ -175,8 +175,12 @@ extension ModelArray: RangeReplaceableCollection {
     public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Index>, with newElements: C)
     where C.Element == Element {
         if let journal {
-            journal.removed += references[subrange.lowerBound.raw..<subrange.upperBound.raw].compactMap(\.id)
-            journal.added += newElements.map { $0 as AnyModelObject }
+            // Closures, not key paths: this code is generic and not specialized, where a key
+            // path literal is instantiated again on every call.
+            for reference in references[subrange.lowerBound.raw..<subrange.upperBound.raw] {
+                if let id = reference.id { journal.removed.append(id) }
+            }
+            for model in newElements { journal.added.append(model) }
         }
         // Lazily mapped: appending one model must not allocate an intermediate array.
         references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
@@ -195,7 +199,7 @@ extension ModelArray: RangeReplaceableCollection {
     ///
     /// - Complexity: O(n).
     public mutating func removeAll(keepingCapacity keepCapacity: Bool = false) {
-        if let journal { journal.removed += references.compactMap(\.id) }
+        if let journal { journal.removed += references.compactMap { $0.id } }
         references.removeAll(keepingCapacity: keepCapacity)
     }
 

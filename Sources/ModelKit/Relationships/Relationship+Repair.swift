@@ -46,7 +46,7 @@ extension RelationshipTable {
                             held[key]?.insert(ownerId)
                         }
                     } else {
-                        switch inverse.ids(in: target).first {
+                        switch inverse.firstId(in: target) {
                         case ownerId?: continue
                         case nil: inverse.insert(model, into: target)
                         case _?: field.side.remove(id, from: model)

@@ -11,10 +11,16 @@ protocol RelationshipSide: Sendable {
     func ids(in owner: AnyModelObject) -> [ModelID]
     /// The ids the field holds in the properties at `base` (a value of `Owner.Properties`).
     func ids(at base: UnsafeRawPointer) -> [ModelID]
+    /// The id a to-one field holds (the first of a to-many field).
+    func firstId(in owner: AnyModelObject) -> ModelID?
     /// Whether the field holds `id`.
     func contains(_ id: ModelID, in owner: AnyModelObject) -> Bool
     /// Sets the field to `target` (to-one) or appends `target` (to-many).
     func insert(_ target: AnyModelObject, into owner: AnyModelObject)
+    /// Sets a to-one field to `target` unless it already leads to it; returns the id it held
+    /// before (`target`'s own when nothing changed). One call, where reading and then setting
+    /// would look the generic types up twice (this code is not specialized).
+    func exchange(_ target: AnyModelObject, in owner: AnyModelObject) -> ModelID?
     /// Empties the field if it holds `id` (to-one), or drops every occurrence of `id` (to-many).
     func remove(_ id: ModelID, from owner: AnyModelObject)
     /// The model with `id` as the owner's references resolve it.
@@ -25,15 +31,24 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     let offset: Int
     let isArray: Bool
 
-    private func typed(_ owner: AnyModelObject) -> Owner { owner as! Owner }
+    /// The owner, typed: every model this side is handed is an `Owner` (the table of `Owner`
+    /// made it, and inverses lead only to models of the declared type).
+    @inline(__always) private func typed(_ owner: AnyModelObject) -> Owner { unsafeDowncast(owner, to: Owner.self) }
 
     func ids(in owner: AnyModelObject) -> [ModelID] {
         typed(owner).storage.box.withValuesPointer { ids(at: $0) }
     }
 
     func ids(at base: UnsafeRawPointer) -> [ModelID] {
-        if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.compactMap(\.id) }
+        if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.compactMap { $0.id } }
         return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).id.map { [$0] } ?? []
+    }
+
+    func firstId(in owner: AnyModelObject) -> ModelID? {
+        typed(owner).storage.box.withValuesPointer { base in
+            if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.first?.id }
+            return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).id
+        }
     }
 
     func contains(_ id: ModelID, in owner: AnyModelObject) -> Bool {
@@ -45,10 +60,18 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
         }
     }
 
+    func exchange(_ target: AnyModelObject, in owner: AnyModelObject) -> ModelID? {
+        let previous = typed(owner).storage.box.withValuesPointer { $0.load(fromByteOffset: offset, as: ModelRef<Target>.self).id }
+        guard previous != target.metadata.modelId else { return previous }
+        insert(target, into: owner)
+        return previous
+    }
+
     func insert(_ target: AnyModelObject, into owner: AnyModelObject) {
         let owner = typed(owner)
-        let target = target as! Target
-        owner.adopt(target)
+        let target = unsafeDowncast(target, to: Target.self)
+        // Both in one context (the usual case): nothing to adopt or hold.
+        if owner.context == nil || owner.context !== target.context { owner.adopt(target) }
         mutate(owner) { field in
             if isArray {
                 field.assumingMemoryBound(to: ModelArray<Target>.self).pointee.references.append(ModelRef(target))
@@ -99,13 +122,12 @@ extension RelationshipTable.Field {
                 // already (the owner's reference did not lead to it), so no search is needed.
                 if !side.isArray || !inverse.contains(ownerId, in: target) { inverse.insert(owner, into: target) }
             } else {
-                let current = inverse.ids(in: target).first
+                let current = inverse.exchange(owner, in: target)
                 if current == ownerId { continue }
-                // The target leaves the model its to-one side led to: that one's side drops it.
+                // The target left the model its to-one side led to: that one's side drops it.
                 if let current, let previous = inverse.resolve(current, from: target) {
                     side.remove(target.metadata.modelId, from: previous)
                 }
-                inverse.insert(owner, into: target)
             }
         }
     }
