@@ -39,7 +39,8 @@ private struct ReferenceGraph: Equatable {
 
 @Suite("Relationships against a reference graph")
 @MainActor struct RelationshipRandomTests {
-    @Test("Random edits, removals, cascades, undos and redos keep both sides of every inverse in agreement, and a save and load gives the same graph",
+    @Test(
+        "Random edits, removals, cascades, undos and redos keep both sides of every inverse in agreement, and a save and load gives the same graph",
         arguments: [1, 2, 3, 4, 5, 6])
     func randomEdits(seed: UInt64) throws {
         try inFreshContext { context in
@@ -90,7 +91,9 @@ private struct ReferenceGraph: Equatable {
                     folder.notes.removeAll { $0 === note }
                     expected.noteFolder[note.modelId] = .some(nil)
                 case 6:
-                    guard let note = pick(notes), let label = pick(labels), !note.tags.ids.contains(label.modelId) else { continue }
+                    guard let note = pick(notes), let label = pick(labels), !note.tags.ids.contains(label.modelId) else {
+                        continue
+                    }
                     if random.next() % 2 == 0 { note.tags.append(label) } else { label.memos.append(note) }
                     expected.noteTags[note.modelId, default: []].insert(label.modelId)
                 case 7:

@@ -144,8 +144,10 @@ import Testing
             let vault = Vault.instance()
             let item = Attachment.instance()
             vault.items.append(item)
-            #expect(throws: RelationshipError.deleteDenied(
-                model: ModelDescription(vault), relationship: "items", target: ModelDescription(item))) {
+            #expect(
+                throws: RelationshipError.deleteDenied(
+                    model: ModelDescription(vault), relationship: "items", target: ModelDescription(item))
+            ) {
                 try context.delete(vault)
             }
             #expect(context.count == 2)

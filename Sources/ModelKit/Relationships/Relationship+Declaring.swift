@@ -52,7 +52,8 @@ extension ModelRef {
     public init(deleteRule: DeleteRule) {
         self.init()
         if RelationshipProbe.isActive {
-            self = RelationshipProbe.record(RelationshipDeclaration(isArray: false, rule: deleteRule, target: Target.self, inverse: nil))
+            self = RelationshipProbe.record(
+                RelationshipDeclaration(isArray: false, rule: deleteRule, target: Target.self, inverse: nil))
         }
     }
 }
@@ -85,7 +86,8 @@ extension ModelArray {
     ///     var tags = ModelArray<Tag>(inverse: \Tag.Properties.notes)
     /// }
     /// ```
-    public init<Owner: Model>(inverse: WritableKeyPath<Element.Properties, ModelArray<Owner>>, deleteRule: DeleteRule = .nullify) {
+    public init<Owner: Model>(inverse: WritableKeyPath<Element.Properties, ModelArray<Owner>>, deleteRule: DeleteRule = .nullify)
+    {
         self.init()
         if RelationshipProbe.isActive {
             self = RelationshipProbe.record(
@@ -103,7 +105,8 @@ extension ModelArray {
     public init(deleteRule: DeleteRule) {
         self.init()
         if RelationshipProbe.isActive {
-            self = RelationshipProbe.record(RelationshipDeclaration(isArray: true, rule: deleteRule, target: Element.self, inverse: nil))
+            self = RelationshipProbe.record(
+                RelationshipDeclaration(isArray: true, rule: deleteRule, target: Element.self, inverse: nil))
         }
     }
 }

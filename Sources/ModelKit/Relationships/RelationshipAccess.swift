@@ -61,7 +61,9 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     }
 
     func exchange(_ target: AnyModelObject, in owner: AnyModelObject) -> ModelID? {
-        let previous = typed(owner).storage.box.withValuesPointer { $0.load(fromByteOffset: offset, as: ModelRef<Target>.self).id }
+        let previous = typed(owner).storage.box.withValuesPointer {
+            $0.load(fromByteOffset: offset, as: ModelRef<Target>.self).id
+        }
         guard previous != target.metadata.modelId else { return previous }
         insert(target, into: owner)
         return previous

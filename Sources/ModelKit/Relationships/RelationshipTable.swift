@@ -16,7 +16,9 @@ struct RelationshipDeclaration: @unchecked Sendable {
         let offset: Int?
         let isArray: Bool
 
-        init<T: Model, O: Model, V>(keyPath: WritableKeyPath<T.Properties, V>, access: RelationshipAccess<T, O>.Type, isArray: Bool) {
+        init<T: Model, O: Model, V>(
+            keyPath: WritableKeyPath<T.Properties, V>, access: RelationshipAccess<T, O>.Type, isArray: Bool
+        ) {
             declaringType = T.self
             referredType = O.self
             self.keyPath = keyPath
@@ -208,7 +210,8 @@ final class RelationshipTable: @unchecked Sendable {
             var fields: [Field] = []
             var problems: [RelationshipDeclarationError] = []
             for found in declared {
-                let side = found.declaration.target.side(ownedBy: M.self, offset: found.offset, isArray: found.declaration.isArray)
+                let side = found.declaration.target.side(
+                    ownedBy: M.self, offset: found.offset, isArray: found.declaration.isArray)
                 var inverse: (any RelationshipSide)?
                 if let declaredInverse = found.declaration.inverse {
                     switch check(found, of: M.self, against: declaredInverse) {
@@ -220,7 +223,8 @@ final class RelationshipTable: @unchecked Sendable {
             }
             table = RelationshipTable(fields: fields, problems: problems)
             for problem in problems {
-                FileHandle.standardError.write(Data("ModelKit warning: \(problem.description); the relationship keeps no inverse\n".utf8))
+                FileHandle.standardError.write(
+                    Data("ModelKit warning: \(problem.description); the relationship keeps no inverse\n".utf8))
             }
         }
         building.withLock { _ in
@@ -258,7 +262,8 @@ final class RelationshipTable: @unchecked Sendable {
         }
         guard let back = partner.declaration.inverse else {
             return problem(
-                "names \(other).\(partner.name) as its inverse, which declares no inverse; declare it on both sides, naming each other")
+                "names \(other).\(partner.name) as its inverse, which declares no inverse; declare it on both sides, naming each other"
+            )
         }
         guard back.declaringType == M.self, back.offset == found.offset else {
             return problem("names \(other).\(partner.name) as its inverse, which names a different partner")

@@ -17,12 +17,12 @@ public protocol UndoRegistering: AnyObject {
 }
 
 #if canImport(Darwin)
-extension UndoManager: UndoRegistering {
-    /// Registers `action` with the undo manager itself as the target.
-    public func registerModelUndo(_ action: @escaping () -> Void) {
-        registerUndo(withTarget: self) { _ in action() }
+    extension UndoManager: UndoRegistering {
+        /// Registers `action` with the undo manager itself as the target.
+        public func registerModelUndo(_ action: @escaping () -> Void) {
+            registerUndo(withTarget: self) { _ in action() }
+        }
     }
-}
 #endif
 
 /// An undo manager with the part of `UndoManager`'s interface that models need, for every
