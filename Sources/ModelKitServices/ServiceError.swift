@@ -36,6 +36,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notSupported
         /// No service was passed and no default is set (``ModelServices/default``).
         case notConfigured
+        /// The query cannot run: an unknown key, or a value of a kind the property cannot hold
+        /// (the ``ModelKit/QueryError`` running it locally gives, in the description).
+        case invalidQuery
+        /// A query would decode more candidate records than its `maximumCandidates` allows:
+        /// narrow it with conditions the server evaluates.
+        case queryTooBroad
     }
 
     enum Kind: Sendable {
@@ -53,6 +59,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notAttempted
         case notSupported(String)
         case notConfigured
+        case invalidQuery(String)
+        case queryTooBroad(maximum: Int)
     }
 
     let kind: Kind
@@ -82,6 +90,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .notAttempted: .notAttempted
         case .notSupported: .notSupported
         case .notConfigured: .notConfigured
+        case .invalidQuery: .invalidQuery
+        case .queryTooBroad: .queryTooBroad
         }
     }
 
@@ -150,6 +160,11 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "not supported by this backend\(subject): \(what)"
         case .notConfigured:
             return "expected a service (passed, or set as ModelServices.default) but found none\(subject)"
+        case .invalidQuery(let reason):
+            return "the query cannot run\(subject): \(reason)"
+        case .queryTooBroad(let maximum):
+            return "expected at most \(maximum) candidate records\(subject) but found more: "
+                + "narrow the query with conditions the server evaluates"
         }
     }
 }

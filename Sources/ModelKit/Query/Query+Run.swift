@@ -110,7 +110,7 @@ extension Query {
         switch node {
         case .always, .not, .related, .tooDeep:
             return nil
-        case .typed(_, let probe), .inPlace(_, let probe, _):
+        case .typed(_, let probe), .inPlace(_, let probe, _, _):
             return probe?.lookup(indexes)
         case .keyed(let path, let condition):
             let key = path.joined(separator: ".")
