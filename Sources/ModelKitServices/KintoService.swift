@@ -27,6 +27,11 @@ public final class KintoService: ModelService {
     /// The account name, if any.
     public let user: String?
     private let authorization: String?
+    /// How many records a query asks for per page (`_limit`).
+    public let pageSize: Int
+    /// Whether queries send string patterns (begins with, ends with, contains, LIKE) as Kinto's
+    /// `like_` filter; see ``init(url:bucket:user:password:timeout:pageSize:patternFilters:)``.
+    public let patternFilters: Bool
     private let timeout: TimeInterval
     private let session: URLSession
     /// The server's batch limit, read once.
@@ -39,8 +44,20 @@ public final class KintoService: ModelService {
     ///   - bucket: The bucket; by default the user's personal one.
     ///   - user, password: Basic credentials (Kinto's accounts plugin), or none.
     ///   - timeout: How long one request may take.
-    public init(url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
+    ///   - pageSize: How many records a query asks for per request (at most the server's
+    ///     `storage_max_fetch_size`, 10,000 by default).
+    ///   - patternFilters: Whether queries send string patterns on non-optional strings as
+    ///     `like_` filters (the client still checks each candidate). Off by default: Kinto's
+    ///     memory backend matches `like_` with a regular expression whose `.` stops at a line
+    ///     break, so a string with a `\n` can be missing from its answer. Turn it on when the
+    ///     strings queried by pattern hold no line breaks.
+    public init(
+        url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30),
+        pageSize: Int = 1_000, patternFilters: Bool = false
+    ) {
         baseURL = url
+        self.pageSize = max(1, pageSize)
+        self.patternFilters = patternFilters
         self.bucket = bucket
         self.user = user
         if let user, let password {
@@ -173,7 +190,7 @@ public final class KintoService: ModelService {
 
     // MARK: HTTP
 
-    private struct Response: Sendable {
+    struct Response: Sendable {
         let status: Int
         let headers: [String: String]
         let body: Data
@@ -183,7 +200,7 @@ public final class KintoService: ModelService {
         "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
     }
 
-    private func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
+    func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
         guard let url = URL(string: baseURL.absoluteString + path) else {
             throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
         }

@@ -8,8 +8,8 @@ import ModelKit
 // context.
 
 extension ModelService {
-    /// Runs `query` on the server and returns its matches, in the query's order and window,
-    /// merged into the query's context by identity: a model the context already holds (by
+    /// Runs `query` on the server and returns its matches, in the query's order and window (by
+    /// model id when it has no order), merged into the query's context by identity: a model the context already holds (by
     /// object id) is updated in place and returned, never duplicated; the others are added.
     ///
     /// ```swift
@@ -57,11 +57,16 @@ extension ModelService {
         }
         let referenced = try await referencedRecords(of: candidates, plan: plan, maximumCandidates: maximumCandidates)
         let scratch = try CandidateSet<M>.decode(candidates, referenced, caller: query.queryContext)
-        let matches: [M]
+        var matches: [M]
         do {
             matches = try query.running(in: scratch.context).results()
         } catch {
             throw ServiceError(.invalidQuery("\(error)"))
+        }
+        if outline.sortKeys.isEmpty, outline.limit == nil, outline.offset == 0 {
+            // Unordered: by model id, as a window without an order goes, not in the order the
+            // records came in.
+            matches.sort { $0.modelId < $1.modelId }
         }
         return try scratch.merge(matches, into: query.queryContext, versions: VersionTable.of(query.queryContext, store: storeIdentifier))
     }
