@@ -107,8 +107,15 @@ struct RemoteQueryPlan {
             leafCount += 1
             follow(path, M.self)
             return sendable(Self.equivalent(path, condition, negated: true, M.self), service)
+        case .not(.not(let inner)):
+            return translate(inner, M.self, service)
+        case .not(.and(let filters)):
+            // De Morgan: the negations of the leaves have exact equivalents (nil included).
+            return translate(.or(filters.map { .not($0) }), M.self, service)
+        case .not(.or(let filters)):
+            return translate(.and(filters.map { .not($0) }), M.self, service)
         case .not(let inner):
-            // Nothing of a negated compound is sent; what it reads is still followed.
+            // Nothing else negated is sent; what it reads is still followed.
             let before = sentLeafCount
             _ = translate(inner, M.self, service)
             sentLeafCount = before

@@ -142,7 +142,9 @@ struct RemoteQueryTests {
             ("OR on one key", base.filter(.where("age", .equals(1)) || .where("age", .in([2, 3]))), true, true),
             ("OR across keys", base.filter(.where("age", .equals(1)) || .where("flag", .equals(true))), false, false),
             ("NOT of a leaf", base.filter(!.where("age", .greaterThan(4))), true, true),
-            ("NOT of a compound", base.filter(!(.where("age", .greaterThan(4)) && .where("flag", .equals(true)))), false, false),
+            ("NOT of an AND", base.filter(!(.where("age", .greaterThan(4)) && .where("flag", .equals(true)))), false, false),
+            ("NOT of an OR", base.filter(!(.where("age", .greaterThan(4)) || .where("flag", .equals(true)))), true, true),
+            ("NOT of an AND on one key", base.filter(!(.where("age", .notEquals(4)) && .where("age", .notIn([5, 6])))), true, true),
             ("query language", try base.filter("age >= 2 AND (name BEGINSWITH[c] 'a' OR rank == nil)"), true, false),
             ("query language, exact", try base.filter("age BETWEEN {2, 9} AND NOT flag == true AND rank IN {1, 2, nil}"), true, true),
         ]
