@@ -178,6 +178,27 @@ struct RemoteQueryTests {
         }
     }
 
+    @Test("The example of Docs/Services.md, Queries, compiles and gives the local answer")
+    func docsExample() async throws {
+        let service = try await queryService()
+        let source = ModelContext()
+        _ = try await Self.saved(service, in: source)
+        let context = ModelContext()
+        // From Docs/Services.md:
+        let query = try Sample.query(in: context)
+            .where(\.age, .greaterThan(3))
+            .filter("flag == true OR name BEGINSWITH[c] 'a'")
+            .sorted(by: "age", ascending: false)
+            .limit(3)
+        let samples = try await service.fetch(query)  // [Sample], in the query's order
+        let total = try await service.count(query)  // ignores limit and offset
+        // Over the same records locally:
+        let local = query.running(in: source)
+        #expect(samples.map(\.objectId) == (try local.results()).map(\.objectId))
+        #expect(total == (try local.count()))
+        #expect(samples.count == 3 && total == 5)
+    }
+
     @Test("A query pages through the results with Next-Page, a page of three at a time")
     func paging() async throws {
         let service = try await queryService(pageSize: 3)
