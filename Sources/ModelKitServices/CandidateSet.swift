@@ -28,7 +28,8 @@ struct CandidateSet<M: RemoteModel> {
         for (index, record) in (records + referenced.records).enumerated() {
             let key = "\(record.id.collection)/\(record.id.id)"
             guard assigned[key] == nil else { continue }
-            let held = index < records.count ? caller.model(M.self, objectId: record.id.id)?.modelId : Self.held(record, in: caller)
+            let held =
+                index < records.count ? caller.model(M.self, objectId: record.id.id)?.modelId : Self.held(record, in: caller)
             let id = held ?? Self.freeId(of: record, caller: caller, used: used)
             used.insert(id)
             assigned[key] = id
@@ -40,19 +41,24 @@ struct CandidateSet<M: RemoteModel> {
             entries.reserveCapacity(order.count)
             for (record, id) in order {
                 entries.append(
-                    try RecordCodec.entry(for: record, modelName: record.id.collection, modelId: id, context: scratch, known: assigned))
+                    try RecordCodec.entry(
+                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: assigned))
             }
             do {
-                _ = try M.instance(from: .array(entries), in: scratch, options: DeserializationOptions(danglingPointers: .placeholder))
+                _ = try M.instance(
+                    from: .array(entries), in: scratch, options: DeserializationOptions(danglingPointers: .placeholder))
             } catch {
-                throw ServiceError(.invalidResponse(expected: "records that decode as \(M.modelName) and the models they reference", found: "\(error)"))
+                throw ServiceError(
+                    .invalidResponse(
+                        expected: "records that decode as \(M.modelName) and the models they reference", found: "\(error)"))
             }
         }
         // References to records the server does not have read as none, as they do locally
         // once such a model is deleted.
         if !referenced.missing.isEmpty {
             for model in scratch.allModels where model.modelState == .needsData {
-                guard let objectId = model.objectId, referenced.missing.contains("\(type(of: model).modelName)/\(objectId)") else {
+                guard let objectId = model.objectId, referenced.missing.contains("\(type(of: model).modelName)/\(objectId)")
+                else {
                     continue
                 }
                 model.removeFromContext()
@@ -92,7 +98,8 @@ struct CandidateSet<M: RemoteModel> {
                 throw ServiceError(.invalidResponse(expected: "a match among the candidates", found: "another model"))
             }
             entries.append(
-                try RecordCodec.entry(for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: assigned))
+                try RecordCodec.entry(
+                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: assigned))
         }
         do {
             _ = try M.instance(from: .array(entries), in: caller, options: DeserializationOptions(danglingPointers: .placeholder))

@@ -75,7 +75,8 @@ extension KintoService {
         case .like:
             // `like_` fails (HTTP 500) when a record's field is null: only on non-optional strings.
             // Its `.*` stops at a line break: only when the app says there are none.
-            guard patternFilters, field.kind == .string, !field.isOptional, values.count == 1, case .string(let pattern) = values[0],
+            guard patternFilters, field.kind == .string, !field.isOptional, values.count == 1,
+                case .string(let pattern) = values[0],
                 pattern.unicodeScalars.allSatisfy({ $0 == "*" || $0 == "?" || Self.isPatternLiteral($0) })
             else { return .unsupported }
             return .superset
@@ -98,7 +99,8 @@ extension KintoService {
         let path = collectionPath(request.collection)
         var parameters = try Self.parameters(request.conditions)
         if !request.order.isEmpty {
-            parameters.append(("_sort", request.order.map { ($0.ascending ? "" : "-") + $0.field.description }.joined(separator: ",")))
+            parameters.append(
+                ("_sort", request.order.map { ($0.ascending ? "" : "-") + $0.field.description }.joined(separator: ",")))
         }
         parameters.append(("_limit", String(min(pageSize, max(1, request.limit ?? pageSize)))))
         if let cursor { parameters.append(("_token", cursor.token)) }
@@ -118,7 +120,8 @@ extension KintoService {
                     .invalidResponse(expected: "a record with a string 'id' at data[\(index)]", found: Self.describe(item)))
             }
             let recordId = RecordID(collection: request.collection, id: id)
-            records.append(RemoteRecord(id: recordId, version: try Self.version(fields["last_modified"], record: recordId), fields: fields))
+            records.append(
+                RemoteRecord(id: recordId, version: try Self.version(fields["last_modified"], record: recordId), fields: fields))
         }
         let next = try nextCursor(response.headers, path: path)
         return RecordPage(records: records, next: next)
@@ -133,7 +136,8 @@ extension KintoService {
         }
         let header = response.headers.first { $0.key.lowercased() == "total-records" }?.value
         guard let header, let count = Int(header.trimmingCharacters(in: .whitespaces)), count >= 0 else {
-            throw ServiceError(.invalidResponse(expected: "a 'Total-Records' header with a count", found: header.map { "'\($0)'" } ?? "none"))
+            throw ServiceError(
+                .invalidResponse(expected: "a 'Total-Records' header with a count", found: header.map { "'\($0)'" } ?? "none"))
         }
         return count
     }
@@ -146,12 +150,15 @@ extension KintoService {
     /// service's own server and collection (a hostile answer must not send the next request
     /// elsewhere).
     func nextCursor(_ headers: [String: String], path: String) throws(ServiceError) -> RecordCursor? {
-        guard let header = headers.first(where: { $0.key.lowercased() == "next-page" })?.value, !header.isEmpty else { return nil }
+        guard let header = headers.first(where: { $0.key.lowercased() == "next-page" })?.value, !header.isEmpty else {
+            return nil
+        }
         guard let next = URLComponents(string: header), let base = URLComponents(url: baseURL, resolvingAgainstBaseURL: false),
             next.scheme?.lowercased() == base.scheme?.lowercased(), next.host?.lowercased() == base.host?.lowercased(),
             next.port == base.port, next.path == base.path + path
         else {
-            throw ServiceError(.invalidResponse(expected: "a Next-Page on \(baseURL.absoluteString + path)", found: "'\(header.prefix(200))'"))
+            throw ServiceError(
+                .invalidResponse(expected: "a Next-Page on \(baseURL.absoluteString + path)", found: "'\(header.prefix(200))'"))
         }
         guard let token = next.queryItems?.first(where: { $0.name == "_token" })?.value, !token.isEmpty else {
             throw ServiceError(.invalidResponse(expected: "a Next-Page with a _token", found: "'\(header.prefix(200))'"))
@@ -166,7 +173,9 @@ extension KintoService {
             let name = condition.field.description
             let values = condition.values
             func scalar(_ prefix: String) -> (String, String) { (prefix + name, values[0].jsonString()) }
-            func list(_ prefix: String) -> (String, String) { (prefix + name, values.map { $0.jsonString() }.joined(separator: ",")) }
+            func list(_ prefix: String) -> (String, String) {
+                (prefix + name, values.map { $0.jsonString() }.joined(separator: ","))
+            }
             switch condition.op {
             case .equal: parameters.append(scalar(""))
             case .notEqual: parameters.append(scalar("not_"))
@@ -185,7 +194,8 @@ extension KintoService {
                 // `?` (one character) widens to `*`: Kinto's `like_` has no single-character
                 // wildcard that matches a whole character.
                 var widened = ""
-                for character in pattern.replacingOccurrences(of: "?", with: "*") where !(character == "*" && widened.last == "*") {
+                for character in pattern.replacingOccurrences(of: "?", with: "*") where !(character == "*" && widened.last == "*")
+                {
                     widened.append(character)
                 }
                 parameters.append(("like_" + name, ModelValue.string(widened).jsonString()))
@@ -210,7 +220,10 @@ extension KintoService {
         let prefixes = ["_", "min_", "max_", "not_", "lt_", "gt_", "in_", "exclude_", "like_", "has_", "contains_", "eq_"]
         guard !prefixes.contains(where: { first.hasPrefix($0) }) else { return false }
         return field.path.allSatisfy { component in
-            !component.isEmpty && component.unicodeScalars.allSatisfy { $0.isASCII && ($0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+            !component.isEmpty
+                && component.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0))
+                }
         }
     }
 

@@ -68,7 +68,8 @@ extension ModelService {
             // records came in.
             matches.sort { $0.modelId < $1.modelId }
         }
-        return try scratch.merge(matches, into: query.queryContext, versions: VersionTable.of(query.queryContext, store: storeIdentifier))
+        return try scratch.merge(
+            matches, into: query.queryContext, versions: VersionTable.of(query.queryContext, store: storeIdentifier))
     }
 
     /// How many records on the server match `query`, ignoring its `limit` and `offset`.
@@ -110,7 +111,8 @@ extension ModelService {
 
     /// Checks the query before any request: what the query reports locally (unknown keys,
     /// values of the wrong kind) it reports remotely too.
-    private static func validate<M: Model>(_ query: Query<M>, isolation: isolated (any Actor)? = #isolation) throws(ServiceError) {
+    private static func validate<M: Model>(_ query: Query<M>, isolation: isolated (any Actor)? = #isolation) throws(ServiceError)
+    {
         do {
             _ = try query.running(in: ModelContext()).count()
         } catch {
@@ -129,7 +131,8 @@ extension ModelService {
             for record in page.records where seen.insert(record.id.id).inserted {
                 guard record.id.collection == request.collection else {
                     throw ServiceError(
-                        .invalidResponse(expected: "records of \(request.collection)", found: "a record of \(record.id.collection)"),
+                        .invalidResponse(
+                            expected: "records of \(request.collection)", found: "a record of \(record.id.collection)"),
                         record: record.id)
                 }
                 records.append(record)
@@ -142,7 +145,8 @@ extension ModelService {
             // A server that keeps answering empty pages with a next one would never end.
             emptyPages = page.records.isEmpty ? emptyPages + 1 : 0
             guard emptyPages < 8 else {
-                throw ServiceError(.invalidResponse(expected: "records or the last page", found: "\(emptyPages) empty pages in a row"))
+                throw ServiceError(
+                    .invalidResponse(expected: "records or the last page", found: "\(emptyPages) empty pages in a row"))
             }
             cursor = page.next
         } while cursor != nil
@@ -199,7 +203,9 @@ extension ModelService {
             for element in elements { pointers(in: element, body) }
         case .object(let object):
             if object["__type"] == "ModelPointer" {
-                if let model = object["model"]?.stringValue, let objectId = object["objectId"]?.stringValue { body(model, objectId) }
+                if let model = object["model"]?.stringValue, let objectId = object["objectId"]?.stringValue {
+                    body(model, objectId)
+                }
             } else {
                 for (_, element) in object { pointers(in: element, body) }
             }

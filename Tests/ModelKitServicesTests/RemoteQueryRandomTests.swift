@@ -31,7 +31,8 @@ struct RemoteQueryRandomTests {
     static let tagPool = ["swift", "ios", "Swift", "a,b", "K", "\u{212A}", "é", "e\u{301}", "x"]
     static let integers: [Int] = [-7, 0, 1, 2, 3, 5, 8, 13, 9_007_199_254_740_993, Int.max, Int.min + 1]
     static let doubles: [Double] = [0, -0.0, 0.1, -7.5, 2.25, 1e300, 3, .nan, .infinity, -.infinity]
-    static let dates: [Date] = [-86_400.25, 0, 0.5, 1_000_000.125, 1_700_000_000.001, -2_000_000_000].map(Date.init(timeIntervalSince1970:))
+    static let dates: [Date] = [-86_400.25, 0, 0.5, 1_000_000.125, 1_700_000_000.001, -2_000_000_000].map(
+        Date.init(timeIntervalSince1970:))
     static let patterns = ["a*", "*n", "?nn", "*i*e", "K*", "x\\*y", "*", "jo*", "*a*", "??"]
 
     @Test("Random filters, orders and windows give the same models in the same order both ways")
@@ -162,7 +163,8 @@ struct RemoteQueryRandomTests {
     }
 
     static func options(_ random: inout SeededGenerator) -> StringOptions {
-        random.chance(0.25) ? random.pick([.caseInsensitive, .diacriticInsensitive, [.caseInsensitive, .diacriticInsensitive]]) : []
+        random.chance(0.25)
+            ? random.pick([.caseInsensitive, .diacriticInsensitive, [.caseInsensitive, .diacriticInsensitive]]) : []
     }
 
     static func leaf(_ random: inout SeededGenerator) -> (ModelPredicate<Sample>, String) {
@@ -219,7 +221,8 @@ struct RemoteQueryRandomTests {
                 .equals(a), .notEquals(a), .greaterThan(a), .lessThanOrEqual(a), .between(min(a, b), max(a, b)), .in([a, b]),
                 .notIn([a, b]), Condition { $0 % 2 == 0 },
             ])
-            return random.chance(0.5) ? (.where(\.age, condition), "\\.age <condition>") : (.where(\.rank, condition), "\\.rank <condition>")
+            return random.chance(0.5)
+                ? (.where(\.age, condition), "\\.age <condition>") : (.where(\.rank, condition), "\\.rank <condition>")
         case 9:
             let s = random.pick(strings)
             let o = options(&random)

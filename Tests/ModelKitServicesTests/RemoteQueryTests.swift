@@ -45,7 +45,8 @@ func queryService(pageSize: Int = 1_000) async throws -> KintoService {
         ],
     ]
     let answer = try await server.request("POST", "/batch", body: create)
-    guard answer.status == 200, case .array(let responses)? = answer.body["responses"], responses.allSatisfy({ $0["status"] == 201 })
+    guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
+        responses.allSatisfy({ $0["status"] == 201 })
     else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
     return KintoService(
         url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(20), pageSize: pageSize)
@@ -70,7 +71,9 @@ func bothWays(
 struct RemoteQueryTests {
     /// Twelve samples with known values, saved.
     static func saved(_ service: KintoService, in context: ModelContext) async throws -> [Sample] {
-        let names = ["Ann", "ann", "Émile", "E\u{301}mile", "bo", "Jon G", "straße", "\u{212A}ing", "King", "a,b", "x*y", "line\nbreak"]
+        let names = [
+            "Ann", "ann", "Émile", "E\u{301}mile", "bo", "Jon G", "straße", "\u{212A}ing", "King", "a,b", "x*y", "line\nbreak",
+        ]
         let keepers = (0..<3).map { index in
             let keeper = Keeper.instance(in: context)
             keeper.name = "keeper \(index)"
@@ -125,7 +128,10 @@ struct RemoteQueryTests {
             ("name CONTAINS n", base.where("name", .contains("n")), false, false),
             ("name LIKE ?n*", base.where("name", .like("?n*")), false, false),
             ("name ==[c] ann", base.where("name", .equals("ann", options: .caseInsensitive)), false, false),
-            ("name BEGINSWITH[cd] e", base.where("name", .beginsWith("e", options: [.caseInsensitive, .diacriticInsensitive])), false, false),
+            (
+                "name BEGINSWITH[cd] e",
+                base.where("name", .beginsWith("e", options: [.caseInsensitive, .diacriticInsensitive])), false, false
+            ),
             ("tags CONTAINS swift", base.where("tags", .contains("swift")), true, true),
             ("tags CONTAINSALL", base.where("tags", .containsAll(["ios", "swift"])), true, true),
             ("tags CONTAINSANY", base.where("tags", .containsAny(["ios", "Swift"])), true, true),
@@ -144,9 +150,15 @@ struct RemoteQueryTests {
             ("NOT of a leaf", base.filter(!.where("age", .greaterThan(4))), true, true),
             ("NOT of an AND", base.filter(!(.where("age", .greaterThan(4)) && .where("flag", .equals(true)))), false, false),
             ("NOT of an OR", base.filter(!(.where("age", .greaterThan(4)) || .where("flag", .equals(true)))), true, true),
-            ("NOT of an AND on one key", base.filter(!(.where("age", .notEquals(4)) && .where("age", .notIn([5, 6])))), true, true),
+            (
+                "NOT of an AND on one key", base.filter(!(.where("age", .notEquals(4)) && .where("age", .notIn([5, 6])))), true,
+                true
+            ),
             ("query language", try base.filter("age >= 2 AND (name BEGINSWITH[c] 'a' OR rank == nil)"), true, false),
-            ("query language, exact", try base.filter("age BETWEEN {2, 9} AND NOT flag == true AND rank IN {1, 2, nil}"), true, true),
+            (
+                "query language, exact", try base.filter("age BETWEEN {2, 9} AND NOT flag == true AND rank IN {1, 2, nil}"), true,
+                true
+            ),
         ]
         for (label, query, sent, exact) in cases {
             let (local, remote) = try await bothWays(query, service)
@@ -218,8 +230,10 @@ struct RemoteQueryTests {
         let service = try await queryService(pageSize: 4)
         let context = ModelContext()
         _ = try await Self.saved(service, in: context)
-        let pushed = Sample.query(in: context).where("age", .greaterThan(0)).sorted(by: "flag").sorted(by: "rank", ascending: false)
-            .offset(3).limit(4)
+        let pushed = Sample.query(in: context).where("age", .greaterThan(0)).sorted(by: "flag").sorted(
+            by: "rank", ascending: false
+        )
+        .offset(3).limit(4)
         #expect(service.plan(of: pushed).serverOrder != nil)
         let before = service.requestCount.load(ordering: .relaxed)
         let (local, remote) = try await bothWays(pushed, service)
@@ -310,7 +324,9 @@ struct RemoteQueryTests {
 
         // An unknown key is an invalid query, before any request.
         let before = service.requestCount.load(ordering: .relaxed)
-        let unknown = await #expect(throws: ServiceError.self) { _ = try await service.fetch(Sample.query(in: context).where("nope", .equals(1))) }
+        let unknown = await #expect(throws: ServiceError.self) {
+            _ = try await service.fetch(Sample.query(in: context).where("nope", .equals(1)))
+        }
         #expect(unknown?.code == .invalidQuery)
         #expect(service.requestCount.load(ordering: .relaxed) == before)
     }
@@ -328,7 +344,10 @@ struct RemoteQueryTests {
         let path = "/buckets/\(service.bucket)/collections/Sample/records"
         let own = service.baseURL.absoluteString + path + "?_limit=2&_token=abc"
         #expect(try service.nextCursor(["Next-Page": own], path: path) == RecordCursor(token: "abc"))
-        for hostile in ["http://evil.example/v1" + path + "?_token=abc", service.baseURL.absoluteString + "/buckets/x/collections/Sample/records?_token=a"] {
+        for hostile in [
+            "http://evil.example/v1" + path + "?_token=abc",
+            service.baseURL.absoluteString + "/buckets/x/collections/Sample/records?_token=a",
+        ] {
             #expect(throws: ServiceError.self) { try service.nextCursor(["Next-Page": hostile], path: path) }
         }
     }

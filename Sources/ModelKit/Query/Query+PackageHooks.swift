@@ -120,8 +120,9 @@ extension Query {
             // The key of the stored field at the condition's offset: found when the layout
             // located it, with the optionality the key path has.
             guard let origin, let values = origin.values,
-                let key = layout.fields.first(where: { $0.value.offset == origin.offset && $0.value.optional == origin.optional })?
-                    .key
+                let key = layout.fields.first(where: { $0.value.offset == origin.offset && $0.value.optional == origin.optional }
+                )?
+                .key
             else { return .opaque }
             return .condition(
                 path: key.split(separator: ".", omittingEmptySubsequences: false).map(String.init),
