@@ -242,6 +242,13 @@ struct RemoteQueryTests {
         // 7 records (offset 3 + limit 4), 4 a page: 2 requests, not the 11 candidates' 3.
         #expect(service.requestCount.load(ordering: .relaxed) - before == 2)
 
+        // A key path to an integer sorts on the server too.
+        let keyPath = Sample.query(in: context).where(\.age, .lessThan(11)).sorted(by: \.rank).sorted(by: \.age, ascending: false)
+            .offset(2).limit(3)
+        #expect(service.plan(of: keyPath).serverOrder?.count == 3)
+        let byKeyPath = try await bothWays(keyPath, service)
+        #expect(byKeyPath.remote == byKeyPath.local && byKeyPath.local.count == 3)
+
         // Ordered by a string, the order is the client's.
         let local2 = Sample.query(in: context).sorted(by: "name", ascending: false).offset(2).limit(5)
         #expect(service.plan(of: local2).serverOrder == nil)

@@ -100,11 +100,25 @@ extension Query {
         let keys: [QueryOutline.SortKey] = sortKeys.map { key in
             switch key {
             case .keyed(let path, let ascending, let options): .key(path: path, ascending: ascending, options: options)
+            case .typed(let ascending, let field?, _):
+                // A key path to an integer or a Bool orders as its string key does; other kinds
+                // (strings, doubles) may not, so they stay the models' to order.
+                Self.key(at: field.offset, optional: field.optional, layout).flatMap { key -> QueryOutline.SortKey? in
+                    guard let kind = layout.fields[key]?.kind, kind == .int || kind == .uint || kind == .bool else { return nil }
+                    let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                    return .key(path: path, ascending: ascending, options: [])
+                } ?? .opaque
             case .typed, .distance: .opaque
             }
         }
         return QueryOutline(
             filter: Self.outline(predicate.node, layout), sortKeys: keys, limit: limitCount, offset: offsetCount)
+    }
+
+    /// The dotted key of the stored field at `offset`, with that optionality, if the layout
+    /// located one.
+    private static func key(at offset: Int, optional: Bool, _ layout: PropertyLayout) -> String? {
+        layout.fields.first { $0.value.offset == offset && $0.value.optional == optional }?.key
     }
 
     private static func outline(_ node: ModelPredicate<M>.Node, _ layout: PropertyLayout) -> QueryOutline.Filter {
@@ -119,10 +133,7 @@ extension Query {
         case .inPlace(_, _, _, let origin):
             // The key of the stored field at the condition's offset: found when the layout
             // located it, with the optionality the key path has.
-            guard let origin, let values = origin.values,
-                let key = layout.fields.first(where: { $0.value.offset == origin.offset && $0.value.optional == origin.optional }
-                )?
-                .key
+            guard let origin, let values = origin.values, let key = key(at: origin.offset, optional: origin.optional, layout)
             else { return .opaque }
             return .condition(
                 path: key.split(separator: ".", omittingEmptySubsequences: false).map(String.init),

@@ -191,7 +191,7 @@ extension Query {
         -> (Int, Int) throws -> ComparisonResult
     {
         switch key {
-        case .typed(let ascending, let compare):
+        case .typed(let ascending, _, let compare):
             return { a, b in
                 let result = compare(models[a], models[b])
                 return ascending ? result : flipped(result)
