@@ -13,6 +13,16 @@ import ModelKit
 // the infinities are objects that sort above every number.
 
 extension KintoService {
+    /// How Kinto answers `condition` (see the table in Docs/Services.md, "Queries"): exactly for
+    /// integers, Bools, nil and stable strings; a superset for doubles, optional upper bounds and
+    /// patterns; not at all for what only the client folds or orders.
+    ///
+    /// ```swift
+    /// let age = RecordField(path: ["age"], kind: .integer, isOptional: false)
+    /// service.evaluation(of: RecordCondition(age, .greaterThan, [30]))   // .exact
+    /// ```
+    ///
+    /// - Complexity: O(*n*) in the length of the condition's values.
     public func evaluation(of condition: RecordCondition) -> RecordConditionSupport {
         let field = condition.field
         guard Self.isFilterable(field) else { return .unsupported }
@@ -89,12 +99,26 @@ extension KintoService {
         }
     }
 
+    /// Whether Kinto's `_sort` orders `field` as ModelKit does: integers, Bools and ids.
+    ///
+    /// - Complexity: O(1) in the field's path length.
     public func canSort(by field: RecordField) -> Bool {
         // Integers and Bools order as ModelKit orders them, null first; strings do not (code
         // points, not canonical equivalence), nor do doubles (NaN and ±inf are objects).
         Self.isFilterable(field) && (field.kind == .integer || field.kind == .bool || field.kind == .identifier)
     }
 
+    /// One page of records: `GET …/records` with the request's filters, `_sort` and a `_limit` of
+    /// at most ``pageSize``; the next page's cursor is the `_token` of `Next-Page`.
+    ///
+    /// ```swift
+    /// let page = try await service.listRecords(RecordListRequest(collection: "Author"), after: nil)
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidResponse`` for a body that is not a
+    ///   list of records with ids and versions, or a `Next-Page` to another host or path; the
+    ///   network and server errors.
+    /// - Complexity: One request; O(*n*) in the size of the page.
     public func listRecords(_ request: RecordListRequest, after cursor: RecordCursor?) async throws(ServiceError) -> RecordPage {
         let path = collectionPath(request.collection)
         var parameters = try Self.parameters(request.conditions)
@@ -127,6 +151,16 @@ extension KintoService {
         return RecordPage(records: records, next: next)
     }
 
+    /// The number of records that satisfy the request's filters: `HEAD …/records` and its
+    /// `Total-Records` header.
+    ///
+    /// ```swift
+    /// let count = try await service.countRecords(RecordListRequest(collection: "Author"))
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidResponse`` without a count; the
+    ///   network and server errors.
+    /// - Complexity: One request.
     public func countRecords(_ request: RecordListRequest) async throws(ServiceError) -> Int {
         var parameters = try Self.parameters(request.conditions)
         parameters.append(("_limit", "1"))

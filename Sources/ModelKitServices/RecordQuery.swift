@@ -33,6 +33,7 @@ public struct RecordField: Hashable, Sendable, CustomStringConvertible {
     /// Whether the field may hold `null` (an optional property).
     public let isOptional: Bool
 
+    /// A field at `path` holding values of `kind`, and `null` when `isOptional`.
     public init(path: [String], kind: Kind, isOptional: Bool) {
         self.path = path
         self.kind = kind
@@ -44,6 +45,7 @@ public struct RecordField: Hashable, Sendable, CustomStringConvertible {
     /// The model id ModelKit writes in each record: the order of results that have no other.
     public static let modelId = RecordField(path: ["modelId"], kind: .identifier, isOptional: false)
 
+    /// The dotted path, such as `home.city`.
     public var description: String { path.joined(separator: ".") }
 }
 
@@ -51,14 +53,19 @@ public struct RecordField: Hashable, Sendable, CustomStringConvertible {
 /// string key decides locally (a `nil` property differs from every value, matches no ordering
 /// condition and no pattern; strings equal under canonical equivalence).
 public struct RecordCondition: Equatable, Sendable, CustomStringConvertible {
+    /// What the condition asks of the field.
     public enum Operator: String, Hashable, Sendable {
         /// The field equals `values[0]` (`.null`: the field is null).
         case equal
         /// The field differs from `values[0]` (null differs from every value but null).
         case notEqual
+        /// The field orders after `values[0]` (null orders nowhere).
         case greaterThan
+        /// The field orders after `values[0]` or equals it.
         case greaterThanOrEqual
+        /// The field orders before `values[0]` (null orders nowhere).
         case lessThan
+        /// The field orders before `values[0]` or equals it.
         case lessThanOrEqual
         /// The field equals one of `values` (which may hold `.null`).
         case `in`
@@ -73,17 +80,21 @@ public struct RecordCondition: Equatable, Sendable, CustomStringConvertible {
         case containsAny
     }
 
+    /// The field the condition is on.
     public let field: RecordField
+    /// What it asks.
     public let op: Operator
     /// The operands, in the JSON form records hold.
     public let values: [ModelValue]
 
+    /// A condition on `field`: `RecordCondition(age, .greaterThan, [30])`.
     public init(_ field: RecordField, _ op: Operator, _ values: [ModelValue]) {
         self.field = field
         self.op = op
         self.values = values
     }
 
+    /// The field, the operator and the values as JSON, such as `age greaterThan 30`.
     public var description: String {
         "\(field) \(op.rawValue) " + values.map { $0.jsonString() }.joined(separator: ", ")
     }
@@ -103,9 +114,12 @@ public enum RecordConditionSupport: Hashable, Sendable {
 
 /// One key of an order: ascending puts `null` first, as ModelKit does.
 public struct RecordSortKey: Hashable, Sendable {
+    /// The field ordered by.
     public let field: RecordField
+    /// Whether smaller values come first.
     public let ascending: Bool
 
+    /// A key ordering by `field`.
     public init(_ field: RecordField, ascending: Bool) {
         self.field = field
         self.ascending = ascending
@@ -125,6 +139,7 @@ public struct RecordListRequest: Equatable, Sendable {
     /// How many records are wanted in all, over every page; `nil` for all.
     public let limit: Int?
 
+    /// A request for the records of `collection`.
     public init(collection: String, conditions: [RecordCondition] = [], order: [RecordSortKey] = [], limit: Int? = nil) {
         self.collection = collection
         self.conditions = conditions
@@ -135,8 +150,10 @@ public struct RecordListRequest: Equatable, Sendable {
 
 /// Where the next page of a list starts: opaque to everything but the backend that made it.
 public struct RecordCursor: Hashable, Sendable {
+    /// The backend's text for the position (Kinto: the `_token` of `Next-Page`).
     public let token: String
 
+    /// A cursor holding `token`.
     public init(token: String) {
         self.token = token
     }
@@ -144,10 +161,12 @@ public struct RecordCursor: Hashable, Sendable {
 
 /// One page of a list.
 public struct RecordPage: Sendable {
+    /// The page's records, in the request's order.
     public let records: [RemoteRecord]
     /// The next page, or `nil` after the last one.
     public let next: RecordCursor?
 
+    /// A page of `records`, followed by the page at `next`.
     public init(records: [RemoteRecord], next: RecordCursor?) {
         self.records = records
         self.next = next
@@ -156,14 +175,22 @@ public struct RecordPage: Sendable {
 
 // A backend that does not list records still saves, fetches and deletes: querying it throws.
 extension ModelService {
+    /// By default nothing is evaluated on the server: every condition runs on the client.
     public func evaluation(of condition: RecordCondition) -> RecordConditionSupport { .unsupported }
 
+    /// By default the client orders.
     public func canSort(by field: RecordField) -> Bool { false }
 
+    /// By default a backend cannot list records.
+    ///
+    /// - Throws: ``ServiceError/Code/notSupported``.
     public func listRecords(_ request: RecordListRequest, after cursor: RecordCursor?) async throws(ServiceError) -> RecordPage {
         throw ServiceError(.notSupported("listing records"))
     }
 
+    /// By default a backend cannot count records.
+    ///
+    /// - Throws: ``ServiceError/Code/notSupported``.
     public func countRecords(_ request: RecordListRequest) async throws(ServiceError) -> Int {
         throw ServiceError(.notSupported("counting records"))
     }
