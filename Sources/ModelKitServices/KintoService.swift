@@ -26,20 +26,32 @@ public final class KintoService: ModelService {
     public let bucket: String
     /// The account name, if any.
     public let user: String?
-    private let authorization: String?
-    private let timeout: TimeInterval
-    private let session: URLSession
+    /// The `Authorization` header sent with every request, or none; read only by
+    /// ``send(_:path:body:)``.
+    let authorization: String?
+    /// The transport: time limit, size limit, retries, `Backoff`, counters.
+    let http: HTTPClient
     /// The server's batch limit, read once.
     private let batchLimit = Mutex<Int?>(nil)
-    /// How many HTTP requests this service has sent (the tests check batching with it).
-    let requestCount = Atomic<Int>(0)
+
+    /// The default ``init(url:bucket:user:password:timeout:retry:maximumResponseBytes:)``
+    /// limit on the size of one answer: 64 MiB.
+    public static let defaultMaximumResponseBytes = 64 << 20
 
     /// - Parameters:
     ///   - url: The API root, ending in `/v1`.
     ///   - bucket: The bucket; by default the user's personal one.
     ///   - user, password: Basic credentials (Kinto's accounts plugin), or none.
-    ///   - timeout: How long one request may take.
-    public init(url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
+    ///   - timeout: How long one attempt of a request may take; a slower one fails with
+    ///     ``ServiceError/Code/timedOut`` and is not retried.
+    ///   - retry: How often, and after which waits, a request that failed in a way that may pass
+    ///     is sent again (see ``RetryPolicy``).
+    ///   - maximumResponseBytes: The largest answer accepted; a larger one is cut off as soon as
+    ///     it shows it is and fails with ``ServiceError/Code/invalidResponse``.
+    public init(
+        url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30),
+        retry: RetryPolicy = RetryPolicy(), maximumResponseBytes: Int = KintoService.defaultMaximumResponseBytes
+    ) {
         baseURL = url
         self.bucket = bucket
         self.user = user
@@ -48,16 +60,17 @@ public final class KintoService: ModelService {
         } else {
             authorization = nil
         }
-        self.timeout = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = self.timeout
-        configuration.timeoutIntervalForResource = self.timeout
-        session = URLSession(configuration: configuration)
+        http = HTTPClient(timeout: timeout, retry: retry, maximumResponseBytes: maximumResponseBytes)
     }
 
-    deinit {
-        session.finishTasksAndInvalidate()
-    }
+    /// What this service has sent and received so far (requests, retries, body bytes).
+    ///
+    /// ```swift
+    /// let before = service.metrics.requests
+    /// try await service.save(author)
+    /// print(service.metrics.requests - before)
+    /// ```
+    public var metrics: ServiceMetrics { http.metrics }
 
     public var storeIdentifier: String { "kinto \(baseURL.absoluteString) bucket=\(bucket) user=\(user ?? "")" }
 
@@ -169,50 +182,6 @@ public final class KintoService: ModelService {
             }
             return .failed(failure(status: Int(clamping: status), body: body, headers: headers).about(id))
         }
-    }
-
-    // MARK: HTTP
-
-    private struct Response: Sendable {
-        let status: Int
-        let headers: [String: String]
-        let body: Data
-    }
-
-    private func recordPath(_ id: RecordID) -> String {
-        "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
-    }
-
-    private func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
-        guard let url = URL(string: baseURL.absoluteString + path) else {
-            throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
-        }
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        let data: Data
-        let response: URLResponse
-        requestCount.add(1, ordering: .relaxed)
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError where error.code == .timedOut {
-            throw ServiceError(.timedOut("\(method) \(url.absoluteString)"))
-        } catch {
-            throw ServiceError(.unreachable("\(method) \(url.absoluteString): \(error.localizedDescription)"))
-        }
-        guard let http = response as? HTTPURLResponse else {
-            throw ServiceError(.invalidResponse(expected: "an HTTP response", found: "\(type(of: response))"))
-        }
-        var headers: [String: String] = [:]
-        for (key, value) in http.allHeaderFields {
-            if let key = key as? String, let value = value as? String { headers[key] = value }
-        }
-        return Response(status: http.statusCode, headers: headers, body: data)
     }
 
     // MARK: Reading answers

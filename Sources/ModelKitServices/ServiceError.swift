@@ -11,6 +11,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case unreachable
         /// The server did not answer within the service's timeout.
         case timedOut
+        /// The calling task was cancelled while the request or a wait before a retry was under
+        /// way.
+        case cancelled
         /// The server refused the request without valid credentials (HTTP 401).
         case unauthorized
         /// The credentials are valid but do not allow the request (HTTP 403).
@@ -39,6 +42,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     enum Kind: Sendable {
         case unreachable(String)
         case timedOut(String)
+        case cancelled(String)
         case unauthorized(String)
         case forbidden(String)
         case rateLimited(retryAfter: Duration?, status: Int)
@@ -67,6 +71,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .unreachable: .unreachable
         case .timedOut: .timedOut
+        case .cancelled: .cancelled
         case .unauthorized: .unauthorized
         case .forbidden: .forbidden
         case .rateLimited: .rateLimited
@@ -109,6 +114,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// An invalid response: at `path` in the answer (such as `responses[3].body.data.last_modified`)
+    /// `expected` was expected and `found` was found.
+    static func invalidResponse(at path: String, expected: String, found: String, record: RecordID? = nil) -> ServiceError {
+        ServiceError(.invalidResponse(expected: "\(expected) at \(path)", found: found), record: record)
+    }
+
     /// The same error about `record` (when it names none yet).
     func about(_ record: RecordID) -> ServiceError {
         self.record == nil ? ServiceError(kind, record: record) : self
@@ -121,6 +132,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "the server could not be reached\(subject): \(reason)"
         case .timedOut(let request):
             return "expected an answer in time\(subject) but found none: \(request)"
+        case .cancelled(let request):
+            return "cancelled\(subject): \(request)"
         case .unauthorized(let message):
             return "expected valid credentials\(subject) but the server refused them (HTTP 401)\(message.isEmpty ? "" : ": \(message)")"
         case .forbidden(let message):

@@ -1,0 +1,30 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// Requests to the Kinto server: every request of the service goes through send(_:path:body:),
+// the one place that builds URLs and chooses the Authorization header.
+
+extension KintoService {
+    typealias Response = HTTPClient.Response
+
+    func recordPath(_ id: RecordID) -> String {
+        "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
+    }
+
+    /// Sends a request to `path` under ``baseURL`` (retried as the service's ``RetryPolicy``
+    /// says) and returns the answer, whatever its status.
+    ///
+    /// - Throws: ``ServiceError``: unreachable, timed out, cancelled, or an answer too large.
+    func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
+        guard let url = URL(string: baseURL.absoluteString + path) else {
+            throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
+        }
+        var request = HTTPClient.Request(method: method, url: url, headers: ["Accept": "application/json"], body: body)
+        if body != nil { request.headers["Content-Type"] = "application/json" }
+        if let authorization { request.headers["Authorization"] = authorization }
+        return try await http.send(request)
+    }
+}
