@@ -38,10 +38,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let onFinish: @Sendable () -> Void
         var data = Data()
         var received = 0
-        var stop: Stop?
     }
 
-    private let transfers = Mutex<[Int: Transfer]>([:])
+    private let transfers = Mutex<[ObjectIdentifier: Transfer]>([:])
 
     /// Starts following `task`; `continuation` is resumed once, when it ends.
     func register(
@@ -49,55 +48,93 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         onFinish: @escaping @Sendable () -> Void
     ) {
         transfers.withLock {
-            $0[task.taskIdentifier] = Transfer(continuation: continuation, limit: limit, onFinish: onFinish)
+            $0[ObjectIdentifier(task)] = Transfer(continuation: continuation, limit: limit, onFinish: onFinish)
         }
     }
 
-    /// Stops `task` for `reason`; the first reason given is the one reported.
+    /// Stops `task` for `reason`, and ends its transfer at once: the caller does not wait for
+    /// the session to let go of the connection (swift-corelibs-foundation reads the rest of a
+    /// body that streams in fast before it reports a cancelled task; what it reads then is
+    /// dropped, not kept).
     func stop(_ task: URLSessionTask, because reason: Stop) {
-        transfers.withLock {
-            if $0[task.taskIdentifier] != nil, $0[task.taskIdentifier]?.stop == nil { $0[task.taskIdentifier]?.stop = reason }
-        }
+        finish(ObjectIdentifier(task), with: .stopped(reason))
         task.cancel()
+    }
+
+    /// Ends the transfer of task `identifier` (once; later calls do nothing).
+    private func finish(_ identifier: ObjectIdentifier, with ending: Ending) {
+        guard let transfer = transfers.withLock({ $0.removeValue(forKey: identifier) }) else { return }
+        transfer.onFinish()
+        transfer.continuation.resume(returning: Outcome(ending: ending, received: transfer.received))
+    }
+
+    #if canImport(FoundationNetworking)
+        func urlSession(
+            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+        ) {
+            let disposition = disposition(of: dataTask, response)
+            completionHandler(disposition)
+            // Refusing alone lets the session read on for a while; cancelling after it stops it.
+            if disposition == .cancel { dataTask.cancel() }
+        }
+    #else
+        func urlSession(
+            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+            completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+        ) {
+            let disposition = disposition(of: dataTask, response)
+            completionHandler(disposition)
+            // Refusing alone lets the session read on for a while; cancelling after it stops it.
+            if disposition == .cancel { dataTask.cancel() }
+        }
+    #endif
+
+    /// Refuses an answer whose `Content-Length` is over the limit before its body is read.
+    private func disposition(of task: URLSessionDataTask, _ response: URLResponse) -> URLSession.ResponseDisposition {
+        let declared = response.expectedContentLength
+        let limit = transfers.withLock { $0[ObjectIdentifier(task)]?.limit }
+        guard let limit, declared > Int64(limit) else { return .allow }
+        finish(ObjectIdentifier(task), with: .stopped(.tooLarge(declared: declared)))
+        return .cancel
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let over: Stop? = transfers.withLock { transfers -> Stop? in
-            guard var transfer = transfers[dataTask.taskIdentifier], transfer.stop == nil else { return nil }
+            guard var transfer = transfers[ObjectIdentifier(dataTask)] else { return nil }
             transfer.received += data.count
             let declared = dataTask.response?.expectedContentLength ?? -1
+            var over: Stop?
             if declared > Int64(transfer.limit) {
-                transfer.stop = .tooLarge(declared: declared)
+                over = .tooLarge(declared: declared)
             } else if transfer.received > transfer.limit {
-                transfer.stop = .tooLarge(declared: nil)
+                over = .tooLarge(declared: nil)
             } else {
                 transfer.data.append(data)
             }
-            transfers[dataTask.taskIdentifier] = transfer
-            return transfer.stop
+            transfers[ObjectIdentifier(dataTask)] = transfer
+            return over
         }
-        if over != nil {
-            dataTask.cancel()
+        if let over {
+            stop(dataTask, because: over)
         }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let transfer = transfers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        transfer.onFinish()
+        // Nil when the client stopped the transfer already.
+        guard let data = transfers.withLock({ $0[ObjectIdentifier(task)]?.data }) else { return }
         let ending: Ending
-        if let stop = transfer.stop {
-            ending = .stopped(stop)
-        } else if let error {
+        if let error {
             ending = .failed((error as? URLError)?.code, error.localizedDescription)
         } else if let http = task.response as? HTTPURLResponse {
             var headers: [String: String] = [:]
             for (key, value) in http.allHeaderFields {
                 if let key = key as? String, let value = value as? String { headers[key] = value }
             }
-            ending = .completed(status: http.statusCode, headers: headers, body: transfer.data)
+            ending = .completed(status: http.statusCode, headers: headers, body: data)
         } else {
             ending = .notHTTP(task.response.map { "\(type(of: $0))" } ?? "no response")
         }
-        transfer.continuation.resume(returning: Outcome(ending: ending, received: transfer.received))
+        finish(ObjectIdentifier(task), with: ending)
     }
 }

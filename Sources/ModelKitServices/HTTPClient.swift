@@ -39,7 +39,10 @@ final class HTTPClient: Sendable {
     let timeout: Duration
     let retry: RetryPolicy
     let maximumResponseBytes: Int
-    private let session: URLSession
+    private let configuration: URLSessionConfiguration
+    #if !canImport(FoundationNetworking)
+        private let session: URLSession
+    #endif
     private let delegate: SessionDelegate
     private let counters = Counters()
     /// Until when the server asked (`Backoff`) not to be sent anything.
@@ -50,18 +53,22 @@ final class HTTPClient: Sendable {
         self.retry = retry
         self.maximumResponseBytes = max(0, maximumResponseBytes)
         let seconds = timeout.seconds
-        let configuration = URLSessionConfiguration.ephemeral
+        configuration = URLSessionConfiguration.ephemeral
         // The client enforces the limit itself (below); these are the session's backstops.
         configuration.timeoutIntervalForRequest = seconds
         configuration.timeoutIntervalForResource = seconds + 1
         configuration.urlCache = nil
         delegate = SessionDelegate()
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #if !canImport(FoundationNetworking)
+            session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #endif
     }
 
-    deinit {
-        session.finishTasksAndInvalidate()
-    }
+    #if !canImport(FoundationNetworking)
+        deinit {
+            session.finishTasksAndInvalidate()
+        }
+    #endif
 
     var metrics: ServiceMetrics {
         ServiceMetrics(
@@ -150,7 +157,21 @@ final class HTTPClient: Sendable {
         var urlRequest = URLRequest(url: request.url, timeoutInterval: timeout.seconds)
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        #if canImport(FoundationNetworking)
+            // One connection per request on Linux: when a kept-alive connection turns out closed
+            // by the server (idle timeout, restart, proxy), swift-corelibs-foundation's URLSession
+            // lets libcurl send the request again on a new one and then never completes the task,
+            // so the request would hang until the time limit instead of failing or succeeding.
+            urlRequest.setValue("close", forHTTPHeaderField: "Connection")
+        #endif
         urlRequest.httpBody = request.body
+        #if canImport(FoundationNetworking)
+            // A session per attempt on Linux: swift-corelibs-foundation may go on reading a
+            // cancelled transfer (a body over the limit) to its end when the session starts
+            // another task meanwhile; alone in its session, the transfer stops. Connections are
+            // not reused there anyway (above).
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #endif
         let task = session.dataTask(with: urlRequest)
         let box = TaskBox(task)
         counters.requests.add(1, ordering: .relaxed)
@@ -171,6 +192,15 @@ final class HTTPClient: Sendable {
             delegate.stop(box.task, because: .cancelled)
         }
         counters.bytesReceived.add(outcome.received, ordering: .relaxed)
+        #if canImport(FoundationNetworking)
+            if case .stopped = outcome.ending {
+                // Tears down the connection of a transfer the client stopped, which cancelling
+                // the task alone does not always do.
+                session.invalidateAndCancel()
+            } else {
+                session.finishTasksAndInvalidate()
+            }
+        #endif
         switch outcome.ending {
         case .completed(let status, let headers, let body):
             return .success(Response(status: status, headers: headers, body: body, attempts: 1))

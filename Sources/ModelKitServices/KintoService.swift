@@ -82,12 +82,12 @@ public final class KintoService: ModelService {
         case 200:
             let body = try Self.json(response.body, record: id)
             guard case .object(let data)? = body["data"] else {
-                throw ServiceError(.invalidResponse(expected: "an object 'data'", found: Self.describe(body["data"])), record: id)
+                throw .invalidResponse(at: "data", expected: "an object", found: Self.describe(body["data"]), record: id)
             }
             guard case .string(let recordId)? = data["id"] else {
-                throw ServiceError(.invalidResponse(expected: "a string 'id'", found: Self.describe(data["id"])), record: id)
+                throw .invalidResponse(at: "data.id", expected: "a string", found: Self.describe(data["id"]), record: id)
             }
-            let version = try Self.version(data["last_modified"], record: id)
+            let version = try Self.version(data["last_modified"], at: "data.last_modified", record: id)
             return RemoteRecord(id: RecordID(collection: id.collection, id: recordId), version: version, fields: data)
         default:
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(id)
@@ -151,36 +151,76 @@ public final class KintoService: ModelService {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
         let answer = try Self.json(response.body, record: nil)
-        guard case .array(let responses)? = answer["responses"], responses.count == chunk.count else {
-            throw ServiceError(
-                .invalidResponse(expected: "'responses', one per request (\(chunk.count))", found: Self.describe(answer["responses"])))
+        guard case .array(let responses)? = answer["responses"] else {
+            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(answer["responses"]))
+        }
+        guard responses.count == chunk.count else {
+            throw .invalidResponse(
+                at: "responses", expected: "\(chunk.count) answers, one per request", found: "\(responses.count)")
         }
         var results: [RecordWriteResult] = []
-        for (write, sub) in zip(chunk, responses) {
-            results.append(Self.result(of: write, sub))
+        for (index, (write, sub)) in zip(chunk, responses).enumerated() {
+            results.append(result(of: write, sub, at: "responses[\(index)]", retried: response.attempts > 1))
         }
         return results
     }
 
-    private static func result(of write: RecordWrite, _ response: ModelValue) -> RecordWriteResult {
+    /// What became of `write`, from its answer in a batch (at `path`, for messages).
+    ///
+    /// When the batch was sent more than once (`retried`), an earlier attempt may have been
+    /// carried out without its answer reaching us, and the precondition then fails against our
+    /// own write: a create or update answered 412 whose record on the server holds exactly the
+    /// fields sent, or a delete answered 404, was done, not refused.
+    private func result(of write: RecordWrite, _ response: ModelValue, at path: String, retried: Bool) -> RecordWriteResult {
         let id = write.record
-        guard case .int(let status)? = response["status"] else {
-            return .failed(ServiceError(.invalidResponse(expected: "an integer 'status'", found: describe(response["status"])), record: id))
+        guard case .object(let fields) = response else {
+            return .failed(.invalidResponse(at: path, expected: "an object", found: Self.describe(response), record: id))
         }
-        let body = response["body"] ?? .null
-        switch status {
-        case 200, 201:
+        guard case .int(let status)? = fields["status"] else {
+            return .failed(.invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id))
+        }
+        if case .string(let echoed)? = fields["path"], !echoed.hasSuffix(recordPath(id)) {
+            return .failed(.invalidResponse(at: "\(path).path", expected: "'…\(recordPath(id))'", found: "'\(echoed)'", record: id))
+        }
+        let body = fields["body"] ?? .null
+        if status == 200 || status == 201 {
+            let data = "\(path).body.data"
+            guard case .string(let recordId)? = body["data"]?["id"], recordId == id.id else {
+                return .failed(
+                    .invalidResponse(at: "\(data).id", expected: "'\(id.id)'", found: Self.describe(body["data"]?["id"]), record: id))
+            }
             do throws(ServiceError) {
-                return .written(try version(body["data"]?["last_modified"], record: id))
+                return .written(try Self.version(body["data"]?["last_modified"], at: "\(data).last_modified", record: id))
             } catch {
                 return .failed(error)
             }
+        }
+        if retried, let done = Self.doneEarlier(write, status: Int(clamping: status), body: body, at: path) {
+            return done
+        }
+        var headers: [String: String] = [:]
+        if case .object(let object)? = fields["headers"] {
+            for (key, value) in object { if let text = value.stringValue { headers[key] = text } }
+        }
+        return .failed(Self.failure(status: Int(clamping: status), body: body, headers: headers).about(id))
+    }
+
+    /// For a batch sent more than once: the result of `write` if its refusal (`status`) shows that
+    /// an earlier attempt did it, or nil.
+    private static func doneEarlier(_ write: RecordWrite, status: Int, body: ModelValue, at path: String) -> RecordWriteResult? {
+        switch (write, status) {
+        case (.create(_, let sent), 412), (.update(_, let sent, _), 412):
+            guard case .object(var existing)? = body["details"]?["existing"],
+                let version = try? version(existing["last_modified"], at: "\(path).body.details.existing.last_modified", record: write.record)
+            else { return nil }
+            existing["id"] = nil
+            existing["last_modified"] = nil
+            return existing == sent ? .written(version) : nil
+        case (.delete(_, let expected), 404):
+            // Gone, as asked; the tombstone's version did not reach us.
+            return .written(expected ?? RemoteVersion("0"))
         default:
-            var headers: [String: String] = [:]
-            if case .object(let object)? = response["headers"] {
-                for (key, value) in object { if let text = value.stringValue { headers[key] = text } }
-            }
-            return .failed(failure(status: Int(clamping: status), body: body, headers: headers).about(id))
+            return nil
         }
     }
 
@@ -195,12 +235,13 @@ public final class KintoService: ModelService {
         }
     }
 
-    static func version(_ value: ModelValue?, record: RecordID) throws(ServiceError) -> RemoteVersion {
+    /// A record's version from its `last_modified` (at `path` in the answer, for messages).
+    static func version(_ value: ModelValue?, at path: String, record: RecordID) throws(ServiceError) -> RemoteVersion {
         switch value {
         case .int(let number)?: return RemoteVersion(String(number))
         case .uint(let number)?: return RemoteVersion(String(number))
         default:
-            throw ServiceError(.invalidResponse(expected: "an integer 'last_modified'", found: describe(value)), record: record)
+            throw .invalidResponse(at: path, expected: "an integer", found: describe(value), record: record)
         }
     }
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Save, fetch and delete against a real Kinto server (see KintoFixture.swift). Each test has a
 /// bucket of its own.
-@Suite("KintoService on a real server", .timeLimit(.minutes(5)))
+@Suite("KintoService on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
 struct KintoServiceTests {
     @Test("Saving a new model creates its record, and a fetch in another context reads the same values")
     func saveThenFetch() async throws {
