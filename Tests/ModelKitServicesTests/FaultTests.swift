@@ -423,3 +423,52 @@ struct FaultTests {
         #expect(copy.modelState == .loaded && copy.age == 41)
     }
 }
+
+@Suite("Retry policy and status mapping without a server")
+struct RetryPolicyTests {
+    @Test("Waits double from the policy's delay and stop at its cap; at least one attempt")
+    func delays() {
+        let policy = RetryPolicy()
+        #expect(policy.maximumAttempts == 3)
+        #expect(policy.delay(before: 2) == .milliseconds(500))
+        #expect(policy.delay(before: 3) == .seconds(1))
+        #expect(policy.delay(before: 4) == .seconds(2))
+        let capped = RetryPolicy(maximumAttempts: 10, delay: .seconds(1), maximumDelay: .seconds(5))
+        #expect((2...10).map { capped.delay(before: $0) } == [1, 2, 4, 5, 5, 5, 5, 5, 5].map { .seconds($0) })
+        // Far past any real attempt count, no overflow.
+        #expect(capped.delay(before: 1_000) == .seconds(5))
+        #expect(RetryPolicy(maximumAttempts: 0).maximumAttempts == 1)
+        #expect(RetryPolicy(delay: .seconds(-1)).delay == .zero)
+        #expect(RetryPolicy.never.maximumAttempts == 1)
+    }
+
+    @Test("Only statuses that say 'not now' are retried")
+    func retryableStatuses() {
+        for status in [429, 500, 502, 503, 504, 599] { #expect(HTTPClient.isRetryable(status: status), "\(status)") }
+        for status in [200, 201, 304, 400, 401, 403, 404, 409, 412, 501, 505] {
+            #expect(!HTTPClient.isRetryable(status: status), "\(status)")
+        }
+    }
+
+    @Test("Retry-After and Backoff are whole seconds; anything else is ignored")
+    func headerValues() {
+        #expect(HTTPClient.seconds(from: "1") == .seconds(1))
+        #expect(HTTPClient.seconds(from: " 30 ") == .seconds(30))
+        #expect(HTTPClient.seconds(from: "0") == .zero)
+        for text in ["-1", "", "1.5", "Wed, 21 Oct 2015 07:28:00 GMT", "99999999999999999999999"] {
+            #expect(HTTPClient.seconds(from: text) == nil, "\(text)")
+        }
+    }
+
+    @Test("429 and 503 with Retry-After are 'rate limited' with the wait; 503 without it is a server error")
+    func statusMapping() {
+        let limited = KintoService.failure(status: 429, body: Data(), headers: ["retry-after": "7"])
+        #expect(limited.code == .rateLimited && limited.retryAfter == .seconds(7) && limited.statusCode == 429)
+        let busy = KintoService.failure(status: 503, body: Data(), headers: ["Retry-After": "2"])
+        #expect(busy.code == .rateLimited && busy.retryAfter == .seconds(2))
+        let down = KintoService.failure(status: 503, body: Data(#"{"message": "maintenance"}"#.utf8), headers: [:])
+        #expect(down.code == .serverError && down.description.contains("maintenance"))
+        let odd = KintoService.failure(status: 418, body: Data("not json".utf8), headers: [:])
+        #expect(odd.code == .httpStatus && odd.statusCode == 418)
+    }
+}
