@@ -99,7 +99,8 @@ final class HTTPClient: Sendable {
                 if let asked = response.header("Retry-After").flatMap(Self.seconds(from:)) {
                     // A longer wait than the policy allows is the app's call, not ours.
                     guard asked <= retry.maximumDelay else {
-                        return Response(status: response.status, headers: response.headers, body: response.body, attempts: attempt)
+                        return Response(
+                            status: response.status, headers: response.headers, body: response.body, attempts: attempt)
                     }
                     delay = asked
                 } else {

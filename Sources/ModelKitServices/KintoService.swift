@@ -177,17 +177,20 @@ public final class KintoService: ModelService {
             return .failed(.invalidResponse(at: path, expected: "an object", found: Self.describe(response), record: id))
         }
         guard case .int(let status)? = fields["status"] else {
-            return .failed(.invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id))
+            return .failed(
+                .invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id))
         }
         if case .string(let echoed)? = fields["path"], !echoed.hasSuffix(recordPath(id)) {
-            return .failed(.invalidResponse(at: "\(path).path", expected: "'…\(recordPath(id))'", found: "'\(echoed)'", record: id))
+            return .failed(
+                .invalidResponse(at: "\(path).path", expected: "'…\(recordPath(id))'", found: "'\(echoed)'", record: id))
         }
         let body = fields["body"] ?? .null
         if status == 200 || status == 201 {
             let data = "\(path).body.data"
             guard case .string(let recordId)? = body["data"]?["id"], recordId == id.id else {
                 return .failed(
-                    .invalidResponse(at: "\(data).id", expected: "'\(id.id)'", found: Self.describe(body["data"]?["id"]), record: id))
+                    .invalidResponse(
+                        at: "\(data).id", expected: "'\(id.id)'", found: Self.describe(body["data"]?["id"]), record: id))
             }
             do throws(ServiceError) {
                 return .written(try Self.version(body["data"]?["last_modified"], at: "\(data).last_modified", record: id))
@@ -211,7 +214,8 @@ public final class KintoService: ModelService {
         switch (write, status) {
         case (.create(_, let sent), 412), (.update(_, let sent, _), 412):
             guard case .object(var existing)? = body["details"]?["existing"],
-                let version = try? version(existing["last_modified"], at: "\(path).body.details.existing.last_modified", record: write.record)
+                let version = try? version(
+                    existing["last_modified"], at: "\(path).body.details.existing.last_modified", record: write.record)
             else { return nil }
             existing["id"] = nil
             existing["last_modified"] = nil

@@ -1,12 +1,12 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 import ModelKit
 import Testing
 
 @testable import ModelKitServices
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -39,7 +39,8 @@ struct FaultProxy: Sendable {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         // The Kinto venv's Python (installed by Scripts/kinto-server, which has run by now).
-        let venv = ProcessInfo.processInfo.environment["KINTO_VENV"].map(URL.init(fileURLWithPath:))
+        let venv =
+            ProcessInfo.processInfo.environment["KINTO_VENV"].map(URL.init(fileURLWithPath:))
             ?? root.appendingPathComponent(".build/kinto-venv")
         let upstream = try #require(URL(string: "/", relativeTo: server.url)?.absoluteURL)
         let process = Process()
@@ -83,7 +84,8 @@ struct FaultProxy: Sendable {
     /// A service through the proxy, on `bucket`, with the test account; retries are quick by
     /// default so that the tests are.
     func service(
-        bucket: String, timeout: Duration = .seconds(10), retry: RetryPolicy = RetryPolicy(maximumAttempts: 3, delay: .milliseconds(50)),
+        bucket: String, timeout: Duration = .seconds(10),
+        retry: RetryPolicy = RetryPolicy(maximumAttempts: 3, delay: .milliseconds(50)),
         maximumResponseBytes: Int = KintoService.defaultMaximumResponseBytes
     ) -> KintoService {
         KintoService(

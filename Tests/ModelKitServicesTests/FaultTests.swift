@@ -7,7 +7,9 @@ import Testing
 /// Errors, retries and hostile answers, through a fault-injecting proxy (Scripts/fault-proxy) in
 /// front of the real Kinto server. Each test has its own proxy and bucket; after every failure
 /// the context must be exactly as before.
-@Suite("Faults between the service and a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(2)))
+@Suite(
+    "Faults between the service and a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped),
+    .timeLimit(.minutes(2)))
 struct FaultTests {
     /// A proxy, a service through it and one straight to the server, on a fresh bucket.
     struct Rig: Sendable {
@@ -22,7 +24,8 @@ struct FaultTests {
     ) async throws -> Rig {
         let direct = try await KintoServer.freshService()
         let proxy = try await FaultProxy.start()
-        let service = proxy.service(bucket: direct.bucket, timeout: timeout, retry: retry, maximumResponseBytes: maximumResponseBytes)
+        let service = proxy.service(
+            bucket: direct.bucket, timeout: timeout, retry: retry, maximumResponseBytes: maximumResponseBytes)
         return Rig(proxy: proxy, service: service, direct: direct)
     }
 
@@ -31,12 +34,13 @@ struct FaultTests {
         let writer = Writer.instance(in: context)
         writer.name = "Ann"
         writer.age = 41
-        writer.articles = ModelArray((0..<2).map { index in
-            let article = Article.instance(in: context)
-            article.title = "Article \(index)"
-            article.author = writer
-            return article
-        })
+        writer.articles = ModelArray(
+            (0..<2).map { index in
+                let article = Article.instance(in: context)
+                article.title = "Article \(index)"
+                article.author = writer
+                return article
+            })
         return writer
     }
 
@@ -167,14 +171,19 @@ struct FaultTests {
         defer { rig.proxy.stop() }
         let context = ModelContext()
         let writer = Self.graph(in: context)
-        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "status", "status": 500, "body": #"{"message": "oops"}"#]])
+        try await rig.proxy.inject([
+            ["match": "POST /v1/batch", "action": "status", "status": 500, "body": #"{"message": "oops"}"#]
+        ])
         try await rig.service.save(writer)
         #expect(!writer.hasChanges)
 
         writer.name = "Changed"
         let before = ContextState(context, store: rig.service)
         try await rig.proxy.inject([
-            ["match": "POST /v1/batch", "action": "status", "status": 502, "times": 3, "body": #"{"message": "upstream is down"}"#]
+            [
+                "match": "POST /v1/batch", "action": "status", "status": 502, "times": 3,
+                "body": #"{"message": "upstream is down"}"#,
+            ]
         ])
         let error = await #expect(throws: ServiceError.self) { try await rig.service.save(writer) }
         #expect(error?.code == .serverError)
@@ -192,7 +201,9 @@ struct FaultTests {
         defer { withExtendedLifetime(source) {} }
         let context = ModelContext()
         let copy = Writer.instance(objectId: try #require(saved.objectId), in: context)
-        try await rig.proxy.inject([["match": "GET /v1/buckets", "action": "status", "status": 503, "headers": ["Retry-After": "1"]]])
+        try await rig.proxy.inject([
+            ["match": "GET /v1/buckets", "action": "status", "status": 503, "headers": ["Retry-After": "1"]]
+        ])
         let clock = ContinuousClock()
         let elapsed = try await clock.measure { try await rig.service.fetch(copy) }
         #expect(elapsed >= .seconds(1))
@@ -208,7 +219,9 @@ struct FaultTests {
         let writer = Self.graph(in: context)
         _ = try await rig.service.maximumBatchSize()
         let before = ContextState(context, store: rig.service)
-        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "status", "status": 429, "times": 2, "headers": ["Retry-After": "1"]]])
+        try await rig.proxy.inject([
+            ["match": "POST /v1/batch", "action": "status", "status": 429, "times": 2, "headers": ["Retry-After": "1"]]
+        ])
         let error = await #expect(throws: ServiceError.self) { try await rig.service.save(writer) }
         #expect(error?.code == .rateLimited)
         #expect(error?.statusCode == 429)
@@ -218,7 +231,9 @@ struct FaultTests {
 
         // Asked to wait 120 s, more than the 5 s the policy accepts: one attempt, and the wait is
         // the app's to decide.
-        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "status", "status": 503, "headers": ["Retry-After": "120"]]])
+        try await rig.proxy.inject([
+            ["match": "POST /v1/batch", "action": "status", "status": 503, "headers": ["Retry-After": "120"]]
+        ])
         let clock = ContinuousClock()
         var long: ServiceError?
         let elapsed = await clock.measure {
@@ -319,14 +334,18 @@ struct FaultTests {
         let clock = ContinuousClock()
         for declare in [true, false] {
             // A gigabyte: reading it whole would take seconds and a gigabyte of memory.
-            try await rig.proxy.inject([["match": "GET /v1/buckets", "action": "oversize", "bytes": .int(1 << 30), "declare": .bool(declare)]])
+            try await rig.proxy.inject([
+                ["match": "GET /v1/buckets", "action": "oversize", "bytes": .int(1 << 30), "declare": .bool(declare)]
+            ])
             var error: ServiceError?
             let elapsed = await clock.measure {
                 error = await #expect(throws: ServiceError.self) { try await rig.service.fetch(copy) }
             }
             #expect(error?.code == .invalidResponse)
             #expect(error?.description.contains("expected an answer of at most \(limit) bytes") == true)
-            #expect(error?.description.contains(declare ? "a Content-Length of \(1 << 30) bytes" : "more than \(limit) bytes") == true)
+            #expect(
+                error?.description.contains(declare ? "a Content-Length of \(1 << 30) bytes" : "more than \(limit) bytes") == true
+            )
             // Bounded, on a loaded machine too; reading the gigabyte takes longer than this here.
             #expect(elapsed < .seconds(10), "declare: \(declare)")
             #expect(ContextState(context, store: rig.service) == before)
@@ -379,7 +398,10 @@ struct FaultTests {
         _ = try await rig.service.maximumBatchSize()
         // Each edit of the server's batch answer, and where the error must point.
         let batchCases: [(edit: ModelValue, path: String, expected: String)] = [
-            (["path": ["responses", 0, "body", "data", "last_modified"], "value": "yesterday"], "responses[0].body.data.last_modified", "an integer"),
+            (
+                ["path": ["responses", 0, "body", "data", "last_modified"], "value": "yesterday"],
+                "responses[0].body.data.last_modified", "an integer"
+            ),
             (["path": ["responses", 1, "status"], "value": "201"], "responses[1].status", "an integer"),
             (["path": ["responses", 2, "body", "data", "id"], "delete": true], "responses[2].body.data.id", "'"),
             (["path": ["responses", 1, "body", "data", "id"], "value": "someone-else"], "responses[1].body.data.id", "'"),
