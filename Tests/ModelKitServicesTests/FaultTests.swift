@@ -141,10 +141,13 @@ struct FaultTests {
         #expect(fetchError?.code == .unreachable)
         #expect(ContextState(context, store: rig.service) == again)
 
+        let beforeDelete = ContextState(source, store: rig.service)
         try await rig.proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 3]])
         let deleteError = await #expect(throws: ServiceError.self) { try await rig.service.delete(loaded) }
         #expect(deleteError?.code == .unreachable)
-        #expect(loaded.modelContext != nil)
+        #expect(loaded.modelContext === source)
+        #expect(ContextState(source, store: rig.service) == beforeDelete)
+        #expect(saved.articles.first === loaded)
         #expect(await Self.exists(loaded, on: rig.direct))
     }
 
