@@ -166,6 +166,60 @@ struct FaultTests {
         #expect(try await rig.proxy.count("GET /v1/buckets") == 2)
     }
 
+    @Test(
+        "Random runs of faults on consecutive attempts: fewer than the attempts succeed, as many fail typed, as a reference says")
+    func randomFaultRuns() async throws {
+        var random = SplitMix64(
+            seed: UInt64(ProcessInfo.processInfo.environment["MODELKIT_FAULT_SEED"].flatMap { UInt64($0) } ?? 17))
+        let attempts = 3
+        let rig = try await Self.rig(retry: RetryPolicy(maximumAttempts: attempts, delay: .milliseconds(10)))
+        defer { rig.proxy.stop() }
+        let context = ModelContext()
+        let writer = Self.graph(in: context)
+        try await rig.service.save(writer)
+        let id = RecordID(collection: "Writer", id: try #require(writer.objectId))
+        // The faults, and the error each gives when it is the last attempt's.
+        let faults: [(rule: ModelValue, code: ServiceError.Code, reachesServer: Bool)] = [
+            (["action": "drop"], .unreachable, false),
+            (["action": "drop_after"], .unreachable, true),
+            (["action": "cut"], .unreachable, true),
+            (["action": "status", "status": 500], .serverError, false),
+            (["action": "status", "status": 503], .serverError, false),
+            (["action": "status", "status": 429, "headers": ["Retry-After": "0"]], .rateLimited, false),
+        ]
+        var serverName = writer.name
+        for round in 0..<16 {
+            let count = Int(random.next() % UInt64(attempts + 1))  // 0...attempts faulty attempts
+            let chosen = (0..<count).map { _ in faults[Int(random.next() % UInt64(faults.count))] }
+            try await rig.proxy.inject(
+                .array(
+                    chosen.map { fault in
+                        guard case .object(var rule) = fault.rule else { return fault.rule }
+                        rule["match"] = "POST /v1/batch"
+                        return .object(rule)
+                    }))
+            writer.name = "Round \(round)"
+            let before = ContextState(context, store: rig.service)
+            let label = "round \(round): \(chosen.map { $0.rule["action"]?.stringValue ?? "" })"
+            if count < attempts {
+                try await rig.service.save(writer)
+                #expect(!writer.hasChanges, "\(label)")
+                serverName = writer.name
+            } else {
+                let error = await #expect(throws: ServiceError.self) { try await rig.service.save(writer) }
+                #expect(error?.code == chosen.last?.code, "\(label)")
+                #expect(ContextState(context, store: rig.service) == before, "\(label)")
+                if chosen.contains(where: \.reachesServer) {
+                    // The server did the write that the client gave up on: a fetch catches up.
+                    serverName = writer.name
+                    try await rig.service.fetch(writer)
+                }
+            }
+            let record = try await rig.direct.read(id)
+            #expect(record.fields["name"]?.stringValue == serverName, "\(label)")
+        }
+    }
+
     // MARK: Server errors and waits
 
     @Test("A 500 once is retried; a 500 on every attempt is a server error with the server's message")
@@ -495,5 +549,19 @@ struct RetryPolicyTests {
         #expect(down.code == .serverError && down.description.contains("maintenance"))
         let odd = KintoService.failure(status: 418, body: Data("not json".utf8), headers: [:])
         #expect(odd.code == .httpStatus && odd.statusCode == 418)
+    }
+}
+
+/// A small seedable generator (SplitMix64), so that a failing random run can be repeated with
+/// MODELKIT_FAULT_SEED.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
