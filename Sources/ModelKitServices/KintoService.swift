@@ -13,6 +13,9 @@ import Synchronization
 /// a create is a `PUT` with `If-None-Match: *`, an update a `PUT` with `If-Match`, a delete a
 /// `DELETE` with `If-Match`. Several services (servers, buckets, users) can be used at once.
 ///
+/// Requests that fail in a way that may pass are retried (see ``RetryPolicy``); each attempt has
+/// a time limit, and answers a size limit. ``metrics`` counts what was sent and received.
+///
 /// ```swift
 /// let service = KintoService(url: URL(string: "http://127.0.0.1:8888/v1")!, user: "alice", password: "s3cret")
 /// try await service.save(author)

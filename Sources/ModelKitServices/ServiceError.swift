@@ -18,8 +18,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case unauthorized
         /// The credentials are valid but do not allow the request (HTTP 403).
         case forbidden
-        /// The server asked the client to wait (HTTP 429, or 503 with `Retry-After`, or a
-        /// `Backoff` header); ``ServiceError/retryAfter`` says how long, when it said.
+        /// The server asked the client to wait (HTTP 429, or 503 with `Retry-After`), and the
+        /// service's retries ran out or the wait was longer than its ``RetryPolicy`` accepts;
+        /// ``ServiceError/retryAfter`` says how long, when it said.
         case rateLimited
         /// The server failed (HTTP 5xx).
         case serverError
@@ -102,7 +103,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     }
 
     /// For ``Code/rateLimited``: how long the server asked the client to wait, when it said
-    /// (`Retry-After` or `Backoff`, in seconds).
+    /// (`Retry-After`, in seconds).
     public var retryAfter: Duration? {
         if case .rateLimited(let delay, _) = kind { return delay }
         return nil
