@@ -17,6 +17,9 @@ final class HTTPClient: Sendable {
         var url: URL
         var headers: [String: String] = [:]
         var body: Data?
+        /// Whether sending the request twice does no more than sending it once (a read, a write
+        /// with a version precondition, a batch of them). Only such a request is retried.
+        var isIdempotent = true
 
         /// "GET http://…", for messages.
         var line: String { "\(method) \(url.absoluteString)" }
@@ -85,6 +88,7 @@ final class HTTPClient: Sendable {
     ///   an answer over the size limit (invalid response), or rate-limited when the server asked
     ///   for a longer wait than the policy allows.
     func send(_ request: Request) async throws(ServiceError) -> Response {
+        let maximumAttempts = request.isIdempotent ? retry.maximumAttempts : 1
         var attempt = 1
         while true {
             try await waitForBackoff(request)
@@ -93,7 +97,7 @@ final class HTTPClient: Sendable {
             switch outcome {
             case .success(let response):
                 noteBackoff(response)
-                guard attempt < retry.maximumAttempts, Self.isRetryable(status: response.status) else {
+                guard attempt < maximumAttempts, Self.isRetryable(status: response.status) else {
                     return Response(status: response.status, headers: response.headers, body: response.body, attempts: attempt)
                 }
                 if let asked = response.header("Retry-After").flatMap(Self.seconds(from:)) {
@@ -107,7 +111,7 @@ final class HTTPClient: Sendable {
                     delay = retry.delay(before: attempt + 1)
                 }
             case .failure(let error):
-                guard attempt < retry.maximumAttempts, error.code == .unreachable else { throw error }
+                guard attempt < maximumAttempts, error.code == .unreachable else { throw error }
                 delay = retry.delay(before: attempt + 1)
             }
             try await Self.sleep(for: delay, request)

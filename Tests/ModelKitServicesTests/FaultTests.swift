@@ -115,6 +115,24 @@ struct FaultTests {
         #expect(!(await Self.exists(copy, on: rig.direct)))
     }
 
+    @Test("A request marked as not idempotent is sent once, whatever happens to it")
+    func notIdempotentIsNotRetried() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        let path = "/buckets/\(rig.service.bucket)/collections/Writer/records/once"
+        let body = (["data": ["name": "Once"]] as ModelValue).jsonData()
+        try await rig.proxy.inject([["match": "PUT /v1/buckets", "action": "drop"]])
+        let error = await #expect(throws: ServiceError.self) {
+            _ = try await rig.service.send("PUT", path: path, body: body, idempotent: false)
+        }
+        #expect(error?.code == .unreachable)
+        try await rig.proxy.inject([["match": "PUT /v1/buckets", "action": "status", "status": 503]])
+        let answer = try await rig.service.send("PUT", path: path, body: body, idempotent: false)
+        #expect(answer.status == 503)
+        #expect(try await rig.proxy.count("PUT /v1/buckets") == 2)
+        #expect(rig.service.metrics.retries == 0)
+    }
+
     @Test("A connection dropped on every attempt is 'unreachable' after the last one, and the context is as before")
     func droppedEveryTime() async throws {
         let rig = try await Self.rig()
