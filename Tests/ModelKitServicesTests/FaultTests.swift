@@ -507,7 +507,10 @@ struct FaultTests {
             (["path": ["data", "age"], "value": "forty-one"], "expected a record that decodes as a Writer"),
             // The first pointer is fine, the second is not: no placeholder of the first may stay.
             (["path": ["data", "articles", 1], "value": 42], "expected a record that decodes as a Writer"),
-            (["path": ["data", "articles", 1, "objectId"], "delete": true], "expected a ModelPointer with a model name and an object id"),
+            (
+                ["path": ["data", "articles", 1, "objectId"], "delete": true],
+                "expected a ModelPointer with a model name and an object id"
+            ),
         ]
         for (edit, text) in readCases {
             let before = ContextState(context, store: rig.service)
