@@ -57,46 +57,20 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// body that streams in fast before it reports a cancelled task; what it reads then is
     /// dropped, not kept).
     func stop(_ task: URLSessionTask, because reason: Stop) {
-        finish(ObjectIdentifier(task), with: .stopped(reason))
-        task.cancel()
+        // Cancelled once, and only while the session has not reported the task complete:
+        // swift-corelibs-foundation can trap on a cancel that races with a task's completion.
+        if finish(ObjectIdentifier(task), with: .stopped(reason)) {
+            task.cancel()
+        }
     }
 
-    /// Ends the transfer of task `identifier` (once; later calls do nothing).
-    private func finish(_ identifier: ObjectIdentifier, with ending: Ending) {
-        guard let transfer = transfers.withLock({ $0.removeValue(forKey: identifier) }) else { return }
+    /// Ends the transfer of task `identifier`; false when it had ended already.
+    @discardableResult
+    private func finish(_ identifier: ObjectIdentifier, with ending: Ending) -> Bool {
+        guard let transfer = transfers.withLock({ $0.removeValue(forKey: identifier) }) else { return false }
         transfer.onFinish()
         transfer.continuation.resume(returning: Outcome(ending: ending, received: transfer.received))
-    }
-
-    #if canImport(FoundationNetworking)
-        func urlSession(
-            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-        ) {
-            let disposition = disposition(of: dataTask, response)
-            completionHandler(disposition)
-            // Refusing alone lets the session read on for a while; cancelling after it stops it.
-            if disposition == .cancel { dataTask.cancel() }
-        }
-    #else
-        func urlSession(
-            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-            completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-        ) {
-            let disposition = disposition(of: dataTask, response)
-            completionHandler(disposition)
-            // Refusing alone lets the session read on for a while; cancelling after it stops it.
-            if disposition == .cancel { dataTask.cancel() }
-        }
-    #endif
-
-    /// Refuses an answer whose `Content-Length` is over the limit before its body is read.
-    private func disposition(of task: URLSessionDataTask, _ response: URLResponse) -> URLSession.ResponseDisposition {
-        let declared = response.expectedContentLength
-        let limit = transfers.withLock { $0[ObjectIdentifier(task)]?.limit }
-        guard let limit, declared > Int64(limit) else { return .allow }
-        finish(ObjectIdentifier(task), with: .stopped(.tooLarge(declared: declared)))
-        return .cancel
+        return true
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

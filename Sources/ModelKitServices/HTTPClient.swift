@@ -191,20 +191,21 @@ final class HTTPClient: Sendable {
                     delegate.stop(box.task, because: .timedOut)
                 }
                 delegate.register(task, limit: limit, continuation: continuation) { timer.cancel() }
-                task.resume()
+                // A cancellation that came before the registration found nothing to stop.
+                if Task.isCancelled {
+                    delegate.stop(task, because: .cancelled)
+                } else {
+                    task.resume()
+                }
             }
         } onCancel: {
             delegate.stop(box.task, because: .cancelled)
         }
         counters.bytesReceived.add(outcome.received, ordering: .relaxed)
         #if canImport(FoundationNetworking)
-            if case .stopped = outcome.ending {
-                // Tears down the connection of a transfer the client stopped, which cancelling
-                // the task alone does not always do.
-                session.invalidateAndCancel()
-            } else {
-                session.finishTasksAndInvalidate()
-            }
+            // Not invalidateAndCancel: a second cancel of a stopped task can trap in
+            // swift-corelibs-foundation.
+            session.finishTasksAndInvalidate()
         #endif
         switch outcome.ending {
         case .completed(let status, let headers, let body):
