@@ -419,7 +419,8 @@ struct FaultTests {
             #expect(error?.code == .invalidResponse)
             #expect(error?.description.contains("expected an answer of at most \(limit) bytes") == true)
             #expect(
-                error?.description.contains(declare ? "a Content-Length of \(256 << 20) bytes" : "more than \(limit) bytes") == true
+                error?.description.contains(declare ? "a Content-Length of \(256 << 20) bytes" : "more than \(limit) bytes")
+                    == true
             )
             // Bounded, with room for a loaded machine: the caller does not wait for the body.
             #expect(elapsed < .seconds(10), "declare: \(declare)")
