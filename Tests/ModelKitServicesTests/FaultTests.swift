@@ -525,6 +525,24 @@ struct FaultTests {
         try await rig.service.save(writer)
         try await rig.service.fetch(copy)
         #expect(copy.modelState == .loaded && copy.age == 41)
+
+        // A delete whose answer is hostile leaves the model in its context, as it was.
+        for edit: ModelValue in [
+            ["path": ["responses", 0, "status"], "value": .null],
+            ["path": ["responses", 0, "body", "data", "id"], "delete": true],
+            ["path": ["responses"], "value": []],
+        ] {
+            let victim = Writer.instance(in: context)
+            victim.name = "Victim"
+            try await rig.service.save(victim)
+            let before = ContextState(context, store: rig.service)
+            try await rig.proxy.inject([["match": "POST /v1/batch", "action": "edit", "edits": [edit]]])
+            let error = await #expect(throws: ServiceError.self) { try await rig.service.delete(victim) }
+            #expect(error?.code == .invalidResponse, "\(edit)")
+            #expect(error?.description.contains("at responses") == true, "\(edit)")
+            #expect(victim.modelContext === context)
+            #expect(ContextState(context, store: rig.service) == before, "\(edit)")
+        }
     }
 }
 
