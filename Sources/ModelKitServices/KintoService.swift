@@ -24,10 +24,9 @@ public final class KintoService: ModelService {
     /// collections the server makes on first write. Another bucket must exist, with a collection
     /// per model type.
     public let bucket: String
-    /// The account name, if any.
-    public let user: String?
-    private let authorization: String?
-    private let timeout: TimeInterval
+    /// Who the service acts as, and where it remembers that (KintoService+Users.swift).
+    let account = Mutex(AccountState())
+    let timeout: TimeInterval
     private let session: URLSession
     /// The server's batch limit, read once.
     private let batchLimit = Mutex<Int?>(nil)
@@ -37,22 +36,20 @@ public final class KintoService: ModelService {
     /// - Parameters:
     ///   - url: The API root, ending in `/v1`.
     ///   - bucket: The bucket; by default the user's personal one.
-    ///   - user, password: Basic credentials (Kinto's accounts plugin), or none.
+    ///   - user, password: Basic credentials (Kinto's accounts plugin), or none. To keep a user
+    ///     logged in across launches, use ``init(url:bucket:credentialStore:timeout:)`` instead.
     ///   - timeout: How long one request may take.
     public init(url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
         baseURL = url
         self.bucket = bucket
-        self.user = user
-        if let user, let password {
-            authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
-        } else {
-            authorization = nil
-        }
         self.timeout = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = self.timeout
         configuration.timeoutIntervalForResource = self.timeout
         session = URLSession(configuration: configuration)
+        if let user, let password {
+            account.withLock { $0.credentials = Credentials(username: user, password: password) }
+        }
     }
 
     deinit {
@@ -173,7 +170,7 @@ public final class KintoService: ModelService {
 
     // MARK: HTTP
 
-    private struct Response: Sendable {
+    struct Response: Sendable {
         let status: Int
         let headers: [String: String]
         let body: Data
@@ -183,7 +180,7 @@ public final class KintoService: ModelService {
         "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
     }
 
-    private func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
+    func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
         guard let url = URL(string: baseURL.absoluteString + path) else {
             throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
         }
@@ -194,7 +191,9 @@ public final class KintoService: ModelService {
             request.httpBody = body
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
+        if let authorization = account.withLock({ $0.authorization }) {
+            request.setValue(authorization, forHTTPHeaderField: "Authorization")
+        }
         let data: Data
         let response: URLResponse
         requestCount.add(1, ordering: .relaxed)
