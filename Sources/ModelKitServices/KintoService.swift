@@ -46,7 +46,11 @@ public final class KintoService: ModelService {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = self.timeout
         configuration.timeoutIntervalForResource = self.timeout
-        session = URLSession(configuration: configuration)
+        #if canImport(FoundationNetworking)
+            session = URLSession(configuration: configuration, delegate: ChallengeDecliner(), delegateQueue: nil)
+        #else
+            session = URLSession(configuration: configuration)
+        #endif
         if let user, let password {
             account.withLock { $0.credentials = Credentials(username: user, password: password) }
         }
@@ -201,6 +205,9 @@ public final class KintoService: ModelService {
             (data, response) = try await session.data(for: request)
         } catch let error as URLError where error.code == .timedOut {
             throw ServiceError(.timedOut("\(method) \(url.absoluteString)"))
+        } catch let error as URLError where error.code == .cancelled && !Task.isCancelled {
+            // ChallengeDecliner cancelled it: the server answered 401 with a challenge.
+            throw ServiceError(.unauthorized("\(method) \(url.absoluteString): the server refused the credentials"))
         } catch {
             throw ServiceError(.unreachable("\(method) \(url.absoluteString): \(error.localizedDescription)"))
         }
