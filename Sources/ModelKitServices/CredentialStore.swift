@@ -86,3 +86,21 @@ public final class InMemoryCredentialStore: CredentialStore {
         _ = entries.withLock { $0.removeValue(forKey: key) }
     }
 }
+
+extension ServiceError {
+    /// The error a credential store of the app's own (one on the Keychain, say) throws when it
+    /// cannot read or write credentials: ``Code/credentialStoreFailed``.
+    ///
+    /// ```swift
+    /// throw ServiceError.credentialStoreFailed(expected: "a Keychain item", found: "OSStatus \(status)")
+    /// ```
+    public static func credentialStoreFailed(expected: String, found: String) -> ServiceError {
+        ServiceError(.credentialStoreFailed(expected: expected, found: found))
+    }
+
+    /// The error a credential store of the app's own throws when the saved credentials could have
+    /// been read or replaced by someone else: ``Code/insecureCredentialStore``.
+    public static func insecureCredentialStore(expected: String, found: String) -> ServiceError {
+        ServiceError(.insecureCredentialStore(expected: expected, found: found))
+    }
+}
