@@ -94,7 +94,8 @@ public struct FileCredentialStore: CredentialStore {
         try Self.checkOwnerOnly(info, isDirectory: false, path: path)
         guard Int(info.st_size) <= Self.maximumFileSize else {
             throw ServiceError(
-                .credentialStoreFailed(expected: "a file of at most \(Self.maximumFileSize) bytes", found: "\(info.st_size) bytes in \(path)"))
+                .credentialStoreFailed(
+                    expected: "a file of at most \(Self.maximumFileSize) bytes", found: "\(info.st_size) bytes in \(path)"))
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -145,7 +146,8 @@ public struct FileCredentialStore: CredentialStore {
         let kind = info.st_mode & S_IFMT
         guard kind == (isDirectory ? S_IFDIR : S_IFREG) else {
             throw ServiceError(
-                .insecureCredentialStore(expected: isDirectory ? "a directory" : "a regular file", found: "something else at \(path)"))
+                .insecureCredentialStore(
+                    expected: isDirectory ? "a directory" : "a regular file", found: "something else at \(path)"))
         }
         guard info.st_uid == getuid() else {
             throw ServiceError(
@@ -217,7 +219,8 @@ public struct FileCredentialStore: CredentialStore {
             throw ServiceError(.insecureCredentialStore(expected: "a directory", found: "something else at \(path)"))
         }
         guard info.st_uid == getuid() else {
-            throw ServiceError(.insecureCredentialStore(expected: "owner uid \(getuid())", found: "owner uid \(info.st_uid) of \(path)"))
+            throw ServiceError(
+                .insecureCredentialStore(expected: "owner uid \(getuid())", found: "owner uid \(info.st_uid) of \(path)"))
         }
         // mkdir's mode passes through the umask too; and a folder made by hand may be open.
         if info.st_mode & 0o7777 != 0o700, chmod(path, 0o700) != 0 { throw Self.failure("chmod \(path)", errno) }

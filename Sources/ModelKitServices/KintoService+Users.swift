@@ -93,9 +93,11 @@ extension KintoService: UserService {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
         let answer = try Self.json(response.body, record: nil)
-        guard case .array(let responses)? = answer["responses"], responses.count == 1, case .int(let status)? = responses[0]["status"]
+        guard case .array(let responses)? = answer["responses"], responses.count == 1,
+            case .int(let status)? = responses[0]["status"]
         else {
-            throw ServiceError(.invalidResponse(expected: "one response with an integer 'status'", found: Self.describe(answer["responses"])))
+            throw ServiceError(
+                .invalidResponse(expected: "one response with an integer 'status'", found: Self.describe(answer["responses"])))
         }
         switch status {
         case 200, 201:
@@ -171,7 +173,8 @@ extension KintoService: UserService {
             let version = root["project_version"]?.stringValue.map { " \($0)" } ?? ""
             throw ServiceError(.notSupported("password reset (Kinto\(version) offers none without account validation)"))
         }
-        guard let name = email.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])), !name.isEmpty else {
+        guard let name = email.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])), !name.isEmpty
+        else {
             throw ServiceError(.invalidModel(expected: "an email address", found: "'\(email)'"))
         }
         let response = try await acting(as: nil).send("POST", path: "/accounts/\(name)/reset-password", body: Data("{}".utf8))
@@ -205,7 +208,8 @@ extension KintoService: UserService {
         guard RecordCodec.isValidId(username) else {
             throw ServiceError(
                 .invalidModel(
-                    expected: "a username of letters, digits, '_' and '-', starting with a letter or digit", found: "'\(username)'"))
+                    expected: "a username of letters, digits, '_' and '-', starting with a letter or digit",
+                    found: "'\(username)'"))
         }
     }
 

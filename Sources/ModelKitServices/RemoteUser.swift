@@ -48,11 +48,13 @@ extension RemoteUser {
             throw ServiceError(.invalidModel(expected: "a user in a context", found: "a \(Self.modelName) in none"))
         }
         guard modelState != .loaded else {
-            throw ServiceError(.invalidModel(expected: "a new user", found: "a \(Self.modelName) loaded from a store or a server"))
+            throw ServiceError(
+                .invalidModel(expected: "a new user", found: "a \(Self.modelName) loaded from a store or a server"))
         }
         guard objectId == nil || objectId == username else {
             throw ServiceError(
-                .invalidModel(expected: "a user without an object id, or with the username", found: "object id '\(objectId ?? "")'"))
+                .invalidModel(
+                    expected: "a user without an object id, or with the username", found: "object id '\(objectId ?? "")'"))
         }
         let credentials = Credentials(username: username, password: password)
         try await service.createAccount(credentials)
@@ -101,7 +103,7 @@ extension RemoteUser {
         let user = existing ?? Self.instance(objectId: username, in: context)
         do throws(ServiceError) {
             try await service.fetch(user)
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             return user
         } catch {
             if existing == nil { user.removeFromContext() }

@@ -24,7 +24,9 @@ struct CredentialStoreTests {
         return info.st_mode & 0o7777
     }
 
-    static func expectInsecure(_ store: FileCredentialStore, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectInsecure(
+        _ store: FileCredentialStore, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let error = #expect(throws: ServiceError.self, comment, sourceLocation: sourceLocation) { try store.load(key: key) }
         #expect(error?.code == .insecureCredentialStore, comment, sourceLocation: sourceLocation)
     }

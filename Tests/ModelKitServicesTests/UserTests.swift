@@ -53,13 +53,15 @@ struct UserTests {
     ) async throws -> (status: Int, body: ModelValue) {
         var headers = headers
         if let credentials {
-            headers["Authorization"] = "Basic " + Data("\(credentials.username):\(credentials.password)".utf8).base64EncodedString()
+            headers["Authorization"] =
+                "Basic " + Data("\(credentials.username):\(credentials.password)".utf8).base64EncodedString()
         }
         return try await server().request(method, path, body: body, headers: headers, authenticated: false)
     }
 
     static func temporaryDirectory() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-credentials-\(UUID().uuidString)", isDirectory: true)
+        FileManager.default.temporaryDirectory.appendingPathComponent(
+            "modelkit-credentials-\(UUID().uuidString)", isDirectory: true)
     }
 
     // MARK: Sign-up and log-in
@@ -165,7 +167,8 @@ struct UserTests {
         }
         #expect(invalid?.code == .invalidModel)
 
-        let user = try await Member.logIn(username: credentials.username, password: credentials.password, in: context, using: service)
+        let user = try await Member.logIn(
+            username: credentials.username, password: credentials.password, in: context, using: service)
         #expect(user.displayName == "Ann")
         #expect(user.modelState == .loaded)
         #expect(service.credentials == credentials)
@@ -185,8 +188,11 @@ struct UserTests {
         let context = ModelContext()
         let user = Member.instance(in: context)
         user.displayName = "Eve"
-        for (name, password) in [("bad name", "pw"), ("_leading", "pw"), ("", "pw"), ("e\u{301}", "pw"), (Self.uniqueName(), "")] {
-            let error = await #expect(throws: ServiceError.self) { try await user.signUp(username: name, password: password, using: service) }
+        for (name, password) in [("bad name", "pw"), ("_leading", "pw"), ("", "pw"), ("e\u{301}", "pw"), (Self.uniqueName(), "")]
+        {
+            let error = await #expect(throws: ServiceError.self) {
+                try await user.signUp(username: name, password: password, using: service)
+            }
             #expect(error?.code == .invalidModel, "'\(name)': \(String(describing: error))")
             #expect(user.objectId == nil)
             #expect(user.modelState == .new)
@@ -195,12 +201,16 @@ struct UserTests {
         // The empty-password name was not created.
         let unknown = Self.uniqueName()
         _ = await #expect(throws: ServiceError.self) { try await user.signUp(username: unknown, password: "", using: service) }
-        let check = await #expect(throws: ServiceError.self) { try await service.verify(Credentials(username: unknown, password: "x")) }
+        let check = await #expect(throws: ServiceError.self) {
+            try await service.verify(Credentials(username: unknown, password: "x"))
+        }
         #expect(check?.code == .unauthorized)
 
         // A user with another object id, or one loaded from the server, is not a new user.
         user.objectId = "someone-else"
-        let other = await #expect(throws: ServiceError.self) { try await user.signUp(username: Self.uniqueName(), password: "pw", using: service) }
+        let other = await #expect(throws: ServiceError.self) {
+            try await user.signUp(username: Self.uniqueName(), password: "pw", using: service)
+        }
         #expect(other?.code == .invalidModel)
         #expect(user.objectId == "someone-else")
         let keep = ModelContext()
@@ -224,14 +234,18 @@ struct UserTests {
         let user = Member.instance(in: context)
         user.displayName = "Lost"
         let name = Self.uniqueName()
-        let error = await #expect(throws: ServiceError.self) { try await user.signUp(username: name, password: "pw", using: service) }
+        let error = await #expect(throws: ServiceError.self) {
+            try await user.signUp(username: name, password: "pw", using: service)
+        }
         #expect(error?.code == .forbidden || error?.code == .notFound, "\(String(describing: error))")
         #expect(user.objectId == nil)
         #expect(user.modelState == .new)
         #expect(user.displayName == "Lost")
         #expect(service.credentials == nil)
         #expect(store.load(key: service.credentialKey) == nil)
-        let gone = await #expect(throws: ServiceError.self) { try await service.verify(Credentials(username: name, password: "pw")) }
+        let gone = await #expect(throws: ServiceError.self) {
+            try await service.verify(Credentials(username: name, password: "pw"))
+        }
         #expect(gone?.code == .unauthorized)
 
         // The name is free again: the same sign-up in the personal bucket works.
@@ -370,7 +384,8 @@ struct UserTests {
             ],
         ]
         let answer = try await server.request("POST", "/batch", body: create)
-        guard answer.status == 200, case .array(let responses)? = answer.body["responses"], responses.allSatisfy({ $0["status"] == 201 })
+        guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
+            responses.allSatisfy({ $0["status"] == 201 })
         else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
         return bucket
     }
