@@ -79,6 +79,15 @@ public struct FileCredentialStore: CredentialStore {
     public func load(key: String) throws(ServiceError) -> Credentials? {
         let path = fileURL(key: key).path
         guard try checkDirectoryForLoading() else { return nil }
+        // The path first, so that a file open to others is called insecure even when its owner
+        // cannot read it; then the file opened, in case it was swapped in between.
+        var named = stat()
+        if lstat(path, &named) != 0 {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw Self.failure("lstat \(path)", code)
+        }
+        try Self.checkOwnerOnly(named, isDirectory: false, path: path)
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0 {
             let code = errno
@@ -144,6 +153,9 @@ public struct FileCredentialStore: CredentialStore {
     /// Refuses what another user owns, or what group or others may use.
     private static func checkOwnerOnly(_ info: stat, isDirectory: Bool, path: String) throws(ServiceError) {
         let kind = info.st_mode & S_IFMT
+        if kind == S_IFLNK {
+            throw ServiceError(.insecureCredentialStore(expected: "a regular file", found: "a symbolic link at \(path)"))
+        }
         guard kind == (isDirectory ? S_IFDIR : S_IFREG) else {
             throw ServiceError(
                 .insecureCredentialStore(

@@ -100,6 +100,50 @@ struct CredentialStoreTests {
         #expect(try store.load(key: Self.key) == Self.alice)
     }
 
+    @Test("Every mode of the file and of the directory: a load refuses group or other bits, and a save makes 0600 in 0700")
+    func everyMode() throws {
+        let directory = Self.temporaryDirectory()
+        defer {
+            chmod(directory.path, 0o700)
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let store = FileCredentialStore(directory: directory)
+        try store.save(Self.alice, key: Self.key)
+        let file = store.fileURL(key: Self.key)
+        let root = getuid() == 0
+        for mode: mode_t in 0...0o777 {
+            #expect(chmod(file.path, mode) == 0)
+            let result = Result { () throws(ServiceError) in try store.load(key: Self.key) }
+            let label = "file mode \(String(mode, radix: 8))"
+            if mode & 0o077 != 0 {
+                #expect(result.errorCode == .insecureCredentialStore, "\(label)")
+            } else if root || mode & 0o400 != 0 {
+                #expect(result.value == Self.alice, "\(label)")
+            } else {
+                #expect(result.errorCode == .credentialStoreFailed, "\(label): the owner may not read it")
+            }
+            // A save replaces the file, whatever its mode, with a 0600 one.
+            try store.save(Self.alice, key: Self.key)
+            #expect(Self.mode(file) == 0o600, "\(label)")
+        }
+        for mode: mode_t in 0...0o777 {
+            #expect(chmod(directory.path, mode) == 0)
+            let result = Result { () throws(ServiceError) in try store.load(key: Self.key) }
+            let label = "directory mode \(String(mode, radix: 8))"
+            if mode & 0o077 != 0 {
+                #expect(result.errorCode == .insecureCredentialStore, "\(label)")
+            } else if root || mode & 0o100 != 0 {
+                #expect(result.value == Self.alice, "\(label)")
+            } else {
+                #expect(result.errorCode == .credentialStoreFailed, "\(label): the owner may not search it")
+            }
+            // A save closes the directory again (its owner may always chmod it).
+            try store.save(Self.alice, key: Self.key)
+            #expect(Self.mode(directory) == 0o700, "\(label)")
+            #expect(Self.mode(file) == 0o600, "\(label)")
+        }
+    }
+
     @Test("A symbolic link in place of the file, or something other than a file, is refused")
     func refusesLinks() throws {
         let directory = Self.temporaryDirectory()
@@ -225,5 +269,13 @@ struct CredentialStoreTests {
         try second.logOut()
         #expect(store.load(key: first.credentialKey) == nil)
         #expect(first.credentials == Self.alice)  // each service keeps its own until told
+    }
+}
+
+extension Result where Failure == ServiceError {
+    var value: Success? { try? get() }
+    var errorCode: ServiceError.Code? {
+        if case .failure(let error) = self { return error.code }
+        return nil
     }
 }

@@ -182,6 +182,28 @@ struct UserTests {
         #expect(service.credentials == credentials)
     }
 
+    @Test("Logging in to an account with no profile record gives a placeholder, which a save creates")
+    func logInWithoutProfile() async throws {
+        // An account made by another client, without a profile.
+        let name = Self.uniqueName()
+        let made = try await Self.request("PUT", "/accounts/\(name)", as: nil, body: ["data": ["password": "pw"]])
+        #expect(made.status == 201)
+        let service = try await Self.service()
+        let context = ModelContext()
+        let user = try await Member.logIn(username: name, password: "pw", in: context, using: service)
+        #expect(user.objectId == name)
+        #expect(user.modelState == .needsData)
+        #expect(service.user == name)
+
+        user.displayName = "Late"
+        try await service.save(user)
+        #expect(user.modelState == .loaded)
+        let other = ModelContext()
+        let copy = try await Member.logIn(username: name, password: "pw", in: other, using: try await Self.service())
+        #expect(copy.modelState == .loaded)
+        #expect(copy.displayName == "Late")
+    }
+
     @Test("Sign-up refuses a bad username, an empty password and a loaded user before creating an account")
     func signUpRefusesBadInput() async throws {
         let service = try await Self.service()
