@@ -33,8 +33,9 @@ public struct Credentials: Sendable, Hashable, CustomStringConvertible {
 /// ModelKit offers ``FileCredentialStore`` (owner-only files, for Linux and command-line tools)
 /// and ``InMemoryCredentialStore`` (for tests, and apps that ask for the password each launch).
 /// An Apple app conforms a type of its own that keeps them in the Keychain (Docs/Services.md,
-/// "Users", shows one). A store is called synchronously, from the service's own calls: keep it
-/// fast and thread-safe.
+/// "Users", shows one). A store is called synchronously, from the service's own calls and while
+/// the service holds its lock (so that the store and the service agree on the user): keep it
+/// fast and thread-safe, and do not call the service from it.
 ///
 /// ```swift
 /// let service = try KintoService(url: url, credentialStore: FileCredentialStore.standard())

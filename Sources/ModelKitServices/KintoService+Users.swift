@@ -54,6 +54,7 @@ extension KintoService: UserService {
     /// The account name the service acts as, if any.
     public var user: String? { account.withLock { $0.credentials?.username } }
 
+    /// The credentials the service sends: the logged-in user's, or `nil` (anonymous).
     public var credentials: Credentials? { account.withLock { $0.credentials } }
 
     /// The key of this server's credentials in the credential store: its API root.
