@@ -35,6 +35,8 @@ extension RemoteUser {
     /// `username`. The service then acts as the new user, and remembers the credentials in its
     /// credential store.
     ///
+    /// The service is `service`, or else ``ModelServices/default``.
+    ///
     /// - Throws: ``ServiceError``: ``ServiceError/Code/usernameTaken`` when an account has the
     ///   name, ``ServiceError/Code/invalidModel`` for a name that is not letters, digits, `_`
     ///   and `-` (starting with a letter or digit), an empty password, or a user that is not new
@@ -42,8 +44,10 @@ extension RemoteUser {
     ///   a failure the user, the service and its store are as before, and an account this call
     ///   created is deleted again.
     public func signUp(
-        username: String, password: String, using service: some UserService, isolation: isolated (any Actor)? = #isolation
+        username: String, password: String, using service: (any UserService)? = nil,
+        isolation: isolated (any Actor)? = #isolation
     ) async throws(ServiceError) {
+        let service = try ModelServices.resolveUsers(service)
         guard modelContext != nil else {
             throw ServiceError(.invalidModel(expected: "a user in a context", found: "a \(Self.modelName) in none"))
         }
@@ -87,14 +91,17 @@ extension RemoteUser {
     /// print(user.displayName)   // Bob
     /// ```
     ///
+    /// The service is `service`, or else ``ModelServices/default``.
+    ///
     /// - Throws: ``ServiceError``: ``ServiceError/Code/unauthorized`` for a wrong username or
     ///   password, ``ServiceError/Code/invalidModel`` for a username that cannot be one, the
     ///   store's errors, and the network and server errors. After a failure the service acts as
     ///   before and the context is unchanged.
     public static func logIn(
-        username: String, password: String, in context: ModelContext, using service: some UserService,
+        username: String, password: String, in context: ModelContext, using service: (any UserService)? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(ServiceError) -> Self {
+        let service = try ModelServices.resolveUsers(service)
         let credentials = Credentials(username: username, password: password)
         try await service.verify(credentials)
         let previous = service.credentials
@@ -115,7 +122,8 @@ extension RemoteUser {
 
     /// The user the service acts as (logged in now, or at an earlier launch and restored from
     /// its credential store), as the context's instance with that object id; `nil` when nobody
-    /// is logged in.
+    /// is logged in, or when there is no such service (none passed, and no default that has
+    /// users).
     ///
     /// A user not in the context yet is a placeholder (``ModelKit/ModelState/needsData``): fetch
     /// it to read its profile.
@@ -127,15 +135,116 @@ extension RemoteUser {
     /// ```
     ///
     /// - Complexity: O(1).
-    public static func currentUser(in context: ModelContext, using service: some UserService) -> Self? {
-        guard let username = service.credentials?.username else { return nil }
+    public static func currentUser(in context: ModelContext, using service: (any UserService)? = nil) -> Self? {
+        guard let username = (try? ModelServices.resolveUsers(service))?.credentials?.username else { return nil }
         return instance(objectId: username, in: context)
     }
 
     /// ``currentUser(in:using:)`` in the main actor's ``ModelKit/ModelContext/current`` context.
     ///
     /// - Complexity: O(1).
-    @MainActor public static func currentUser(using service: some UserService) -> Self? {
+    @MainActor public static func currentUser(using service: (any UserService)? = nil) -> Self? {
         currentUser(in: .current, using: service)
+    }
+
+    /// Asks the server to send a password-reset message to `email` (the seed's
+    /// `requestPasswordResetForEmail:`), through `service` or else ``ModelServices/default``.
+    ///
+    /// ```swift
+    /// try await AppUser.requestPasswordReset(email: "bob@example.org")
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notSupported`` when the backend offers no
+    ///   reset (Kinto 26 has none), ``ServiceError/Code/notConfigured`` when there is no
+    ///   service, and the network and server errors.
+    public static func requestPasswordReset(email: String, using service: (any UserService)? = nil) async throws(ServiceError) {
+        try await ModelServices.resolveUsers(service).requestPasswordReset(email: email)
+    }
+}
+
+// The seed's completion-handler forms, for main-actor code that is not async.
+extension RemoteUser {
+    /// ``signUp(username:password:using:isolation:)`` in a task on the main actor, reporting to
+    /// `completion` there (the seed's `signUpInBackgroundWithUserName:…`).
+    ///
+    /// ```swift
+    /// user.signUpInBackground(username: "bob", password: "s3cret") { result in
+    ///     if case .failure(let error) = result { show(error) }
+    /// }
+    /// ```
+    ///
+    /// The user must belong to a main-actor context (such as `ModelContext.current`).
+    ///
+    /// - Complexity: as the async call; this one returns at once.
+    @MainActor
+    public func signUpInBackground(
+        username: String, password: String, using service: (any UserService)? = nil,
+        completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
+    ) {
+        Self.report(to: completion) { () throws(ServiceError) in
+            try await self.signUp(username: username, password: password, using: service)
+        }
+    }
+
+    /// ``logIn(username:password:in:using:isolation:)`` into the main actor's
+    /// ``ModelKit/ModelContext/current`` context, in a task on the main actor, reporting the user
+    /// to `completion` there (the seed's `logInInBackgroundWithUserName:…`).
+    ///
+    /// ```swift
+    /// AppUser.logInInBackground(username: "bob", password: "s3cret") { result in
+    ///     if case .success(let user) = result { greet(user) }
+    /// }
+    /// ```
+    ///
+    /// - Complexity: as the async call; this one returns at once.
+    @MainActor
+    public static func logInInBackground(
+        username: String, password: String, using service: (any UserService)? = nil,
+        completion: @escaping @MainActor (Result<Self, ServiceError>) -> Void
+    ) {
+        report(to: completion) { () throws(ServiceError) in
+            try await logIn(username: username, password: password, in: .current, using: service)
+        }
+    }
+
+    /// ``requestPasswordReset(email:using:)`` in a task on the main actor, reporting to
+    /// `completion` there (the seed's `requestPasswordResetInBackgroundForEmail:…`).
+    ///
+    /// - Complexity: as the async call; this one returns at once.
+    @MainActor
+    public static func requestPasswordResetInBackground(
+        email: String, using service: (any UserService)? = nil,
+        completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
+    ) {
+        report(to: completion) { () throws(ServiceError) in
+            try await requestPasswordReset(email: email, using: service)
+        }
+    }
+
+    /// Runs `operation` in a main-actor task and hands its outcome to `completion`.
+    @MainActor
+    private static func report<T>(
+        to completion: @escaping @MainActor (Result<T, ServiceError>) -> Void,
+        _ operation: @escaping @MainActor () async throws(ServiceError) -> T
+    ) {
+        Task { @MainActor in
+            do throws(ServiceError) {
+                completion(.success(try await operation()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+}
+
+extension ModelServices {
+    /// `service`, or else the default one if it has users.
+    static func resolveUsers(_ service: (any UserService)?) throws(ServiceError) -> any UserService {
+        if let service { return service }
+        guard let fallback = Self.default else { throw ServiceError(.notConfigured) }
+        guard let users = fallback as? any UserService else {
+            throw ServiceError(.notSupported("users (the default service, a \(type(of: fallback)), has no accounts)"))
+        }
+        return users
     }
 }

@@ -41,6 +41,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case insecureCredentialStore
         /// Credentials could not be read from, or written to, the credential store.
         case credentialStoreFailed
+        /// No service was passed and no default is set (``ModelServices/default``).
+        case notConfigured
     }
 
     enum Kind: Sendable {
@@ -60,6 +62,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case usernameTaken(String)
         case insecureCredentialStore(expected: String, found: String)
         case credentialStoreFailed(expected: String, found: String)
+        case notConfigured
     }
 
     let kind: Kind
@@ -91,6 +94,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .usernameTaken: .usernameTaken
         case .insecureCredentialStore: .insecureCredentialStore
         case .credentialStoreFailed: .credentialStoreFailed
+        case .notConfigured: .notConfigured
         }
     }
 
@@ -163,6 +167,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "refused the saved credentials: expected \(expected) but found \(found)"
         case .credentialStoreFailed(let expected, let found):
             return "credential store: expected \(expected) but found \(found)"
+        case .notConfigured:
+            return "expected a service (passed, or set as ModelServices.default) but found none\(subject)"
         }
     }
 }
