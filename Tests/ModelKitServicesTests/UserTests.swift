@@ -547,3 +547,97 @@ struct UserTests {
         #expect(after.body["data"] == before.body["data"])
     }
 }
+
+/// A backend without accounts: a `ModelService` that is not a `UserService` (it hands its records
+/// to a Kinto service).
+final class RecordsOnlyService: ModelService {
+    let base: KintoService
+    init(_ base: KintoService) { self.base = base }
+    var storeIdentifier: String { base.storeIdentifier }
+    func perform(_ writes: [RecordWrite]) async throws(ServiceError) -> [RecordWriteResult] { try await base.perform(writes) }
+    func read(_ id: RecordID) async throws(ServiceError) -> RemoteRecord { try await base.read(id) }
+}
+
+// In the serialized suite of ModelCallsTests, the only one that sets the default service.
+extension ModelCallsTests {
+    @Test("User calls use the default service when none is passed; none, or one without accounts, is an error")
+    func usersThroughTheDefaultService() async throws {
+        ModelServices.default = nil
+        defer { ModelServices.default = nil }
+        let context = ModelContext()
+        let name = UserTests.uniqueName()
+        let unset = await #expect(throws: ServiceError.self) {
+            _ = try await Member.logIn(username: name, password: "pw", in: context)
+        }
+        #expect(unset?.code == .notConfigured)
+        #expect(Member.currentUser(in: context) == nil)
+
+        let service = try await UserTests.service()
+        ModelServices.default = service
+        let user = Member.instance(in: context)
+        user.displayName = "Default"
+        try await user.signUp(username: name, password: "pw")
+        #expect(service.user == name)
+        #expect(Member.currentUser(in: context) === user)
+        let elsewhere = ModelContext()
+        let copy = try await Member.logIn(username: name, password: "pw", in: elsewhere)
+        #expect(copy.displayName == "Default")
+        let reset = await #expect(throws: ServiceError.self) { try await Member.requestPasswordReset(email: "x@example.org") }
+        #expect(reset?.code == .notSupported)
+
+        ModelServices.default = RecordsOnlyService(service)
+        let noAccounts = await #expect(throws: ServiceError.self) {
+            _ = try await Member.logIn(username: name, password: "pw", in: context)
+        }
+        #expect(noAccounts?.code == .notSupported)
+        #expect(Member.currentUser(in: context) == nil)
+    }
+}
+
+extension UserTests {
+    @MainActor
+    @Test("The completion-handler forms sign up, log in and ask for a reset on the main actor")
+    func completionHandlers() async throws {
+        let service = try await Self.service()
+        let context = ModelContext()
+        let user = Member.instance(in: context)
+        user.displayName = "Handled"
+        let name = Self.uniqueName()
+        let signedUp = await withCheckedContinuation { continuation in
+            user.signUpInBackground(username: name, password: "pw", using: service) { result in
+                MainActor.assertIsolated()
+                continuation.resume(returning: result)
+            }
+        }
+        #expect((try? signedUp.get()) != nil)
+        #expect(user.modelState == .loaded)
+
+        let other = try await Self.service()
+        let loggedIn = await withCheckedContinuation { continuation in
+            Member.logInInBackground(username: name, password: "pw", using: other) { result in
+                continuation.resume(returning: result.map { $0.displayName })
+            }
+        }
+        #expect((try? loggedIn.get()) == "Handled")
+        #expect(other.user == name)
+        let refused = await withCheckedContinuation { continuation in
+            Member.logInInBackground(username: name, password: "wrong", using: other) { result in
+                continuation.resume(returning: result.map { _ in () })
+            }
+        }
+        guard case .failure(let error) = refused else {
+            Issue.record("a wrong password logged in")
+            return
+        }
+        #expect(error.code == .unauthorized)
+
+        let reset = await withCheckedContinuation { continuation in
+            Member.requestPasswordResetInBackground(email: "x@example.org", using: service) { continuation.resume(returning: $0) }
+        }
+        guard case .failure(let resetError) = reset else {
+            Issue.record("a reset succeeded on Kinto 26.5")
+            return
+        }
+        #expect(resetError.code == .notSupported)
+    }
+}
