@@ -23,6 +23,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         case stopped(Stop)
         /// The session's error: its `URLError` code when it has one, and its description.
         case failed(URLError.Code?, String)
+        /// The server asked for credentials (401 with `WWW-Authenticate`), and the challenge was
+        /// declined: the ones sent were refused.
+        case refusedCredentials
         case notHTTP(String)
     }
 
@@ -38,6 +41,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let onFinish: @Sendable () -> Void
         var data = Data()
         var received = 0
+        var challenged = false
     }
 
     private let transfers = Mutex<[ObjectIdentifier: Transfer]>([:])
@@ -73,6 +77,22 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         return true
     }
 
+    #if canImport(FoundationNetworking)
+        /// Declines authentication challenges, so that a 401 ends the request. A 401 with
+        /// `WWW-Authenticate: Basic` (Kinto's answer to wrong credentials) raises a challenge in
+        /// swift-corelibs-foundation, and unless a session delegate answers it the task neither
+        /// completes nor times out (swift-corelibs-foundation#5456). Declining cancels the task;
+        /// the transfer remembers why.
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            transfers.withLock { $0[ObjectIdentifier(task)]?.challenged = true }
+            // The credentials are in the request's own header; the session has none to offer.
+            completionHandler(.cancelAuthenticationChallenge, nil)
+        }
+    #endif
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let over: Stop? = transfers.withLock { transfers -> Stop? in
             guard var transfer = transfers[ObjectIdentifier(dataTask)] else { return nil }
@@ -96,9 +116,12 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         // Nil when the client stopped the transfer already.
-        guard let data = transfers.withLock({ $0[ObjectIdentifier(task)]?.data }) else { return }
+        guard let (data, challenged) = transfers.withLock({ $0[ObjectIdentifier(task)].map { ($0.data, $0.challenged) } })
+        else { return }
         let ending: Ending
-        if let error {
+        if let error, challenged, (error as? URLError)?.code == .cancelled {
+            ending = .refusedCredentials
+        } else if let error {
             ending = .failed((error as? URLError)?.code, error.localizedDescription)
         } else if let http = task.response as? HTTPURLResponse {
             var headers: [String: String] = [:]

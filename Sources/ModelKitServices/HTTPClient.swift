@@ -223,6 +223,8 @@ final class HTTPClient: Sendable {
             return .failure(ServiceError(.cancelled(request.line)))
         case .failed(_, let message):
             return .failure(ServiceError(.unreachable("\(request.line): \(message)")))
+        case .refusedCredentials:
+            return .failure(ServiceError(.unauthorized("\(request.line): the server refused the credentials")))
         case .notHTTP(let type):
             return .failure(ServiceError(.invalidResponse(expected: "an HTTP response", found: type)))
         }

@@ -4,8 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-// Requests to the Kinto server: every request of the service goes through send(_:path:body:),
-// the one place that builds URLs and chooses the Authorization header.
+// Requests to the Kinto server: every request of the service goes through
+// send(_:path:body:idempotent:), the one place that builds URLs and reads the Authorization header.
 
 extension KintoService {
     typealias Response = HTTPClient.Response
@@ -28,7 +28,7 @@ extension KintoService {
         var request = HTTPClient.Request(
             method: method, url: url, headers: ["Accept": "application/json"], body: body, isIdempotent: idempotent)
         if body != nil { request.headers["Content-Type"] = "application/json" }
-        if let authorization { request.headers["Authorization"] = authorization }
+        if let authorization = account.withLock({ $0.authorization }) { request.headers["Authorization"] = authorization }
         return try await http.send(request)
     }
 }

@@ -27,11 +27,9 @@ public final class KintoService: ModelService {
     /// collections the server makes on first write. Another bucket must exist, with a collection
     /// per model type.
     public let bucket: String
-    /// The account name, if any.
-    public let user: String?
-    /// The `Authorization` header sent with every request, or none; read only by
-    /// ``send(_:path:body:)``.
-    let authorization: String?
+    /// Who the service acts as, and where it remembers that (KintoService+Users.swift); its
+    /// `Authorization` header is read only by ``send(_:path:body:idempotent:)``.
+    let account = Mutex(AccountState())
     /// The transport: time limit, size limit, retries, `Backoff`, counters.
     let http: HTTPClient
     /// The server's batch limit, read once.
@@ -44,7 +42,8 @@ public final class KintoService: ModelService {
     /// - Parameters:
     ///   - url: The API root, ending in `/v1`.
     ///   - bucket: The bucket; by default the user's personal one.
-    ///   - user, password: Basic credentials (Kinto's accounts plugin), or none.
+    ///   - user, password: Basic credentials (Kinto's accounts plugin), or none. To keep a user
+    ///     logged in across launches, use ``init(url:bucket:credentialStore:timeout:)`` instead.
     ///   - timeout: How long one attempt of a request may take; a slower one fails with
     ///     ``ServiceError/Code/timedOut`` and is not retried.
     ///   - retry: How often, and after which waits, a request that failed in a way that may pass
@@ -57,13 +56,10 @@ public final class KintoService: ModelService {
     ) {
         baseURL = url
         self.bucket = bucket
-        self.user = user
-        if let user, let password {
-            authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
-        } else {
-            authorization = nil
-        }
         http = HTTPClient(timeout: timeout, retry: retry, maximumResponseBytes: maximumResponseBytes)
+        if let user, let password {
+            account.withLock { $0.credentials = Credentials(username: user, password: password) }
+        }
     }
 
     /// What this service has sent and received so far (requests, retries, body bytes).

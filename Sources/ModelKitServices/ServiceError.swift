@@ -38,6 +38,15 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notAttempted
         /// The backend does not offer the operation (such as a password reset without an emailer).
         case notSupported
+        /// A sign-up chose a username that an account already has.
+        case usernameTaken
+        /// Saved credentials could have been read or replaced by someone else (a file another
+        /// user owns, or one that group or others may read), so they are not used.
+        case insecureCredentialStore
+        /// Credentials could not be read from, or written to, the credential store.
+        case credentialStoreFailed
+        /// No service was passed and no default is set (``ModelServices/default``).
+        case notConfigured
     }
 
     enum Kind: Sendable {
@@ -55,6 +64,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case invalidModel(expected: String, found: String)
         case notAttempted
         case notSupported(String)
+        case usernameTaken(String)
+        case insecureCredentialStore(expected: String, found: String)
+        case credentialStoreFailed(expected: String, found: String)
+        case notConfigured
     }
 
     let kind: Kind
@@ -84,6 +97,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .invalidModel: .invalidModel
         case .notAttempted: .notAttempted
         case .notSupported: .notSupported
+        case .usernameTaken: .usernameTaken
+        case .insecureCredentialStore: .insecureCredentialStore
+        case .credentialStoreFailed: .credentialStoreFailed
+        case .notConfigured: .notConfigured
         }
     }
 
@@ -158,6 +175,14 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "not attempted\(subject): an earlier write of the same operation failed"
         case .notSupported(let what):
             return "not supported by this backend\(subject): \(what)"
+        case .usernameTaken(let username):
+            return "expected a free username but an account '\(username)' exists"
+        case .insecureCredentialStore(let expected, let found):
+            return "refused the saved credentials: expected \(expected) but found \(found)"
+        case .credentialStoreFailed(let expected, let found):
+            return "credential store: expected \(expected) but found \(found)"
+        case .notConfigured:
+            return "expected a service (passed, or set as ModelServices.default) but found none\(subject)"
         }
     }
 }
