@@ -104,6 +104,9 @@ extension KintoService: UserService {
         case 200, 201:
             return
         case 412:
+            // A sign-up sent again after its answer was lost finds the account its first attempt
+            // made: taken by us, when our password opens it.
+            if response.attempts > 1, (try? await verify(credentials)) != nil { return }
             throw ServiceError(.usernameTaken(credentials.username))
         case 404:
             throw ServiceError(.notSupported("user accounts (the server has no accounts plugin)"))

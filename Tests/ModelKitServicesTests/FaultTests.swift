@@ -133,6 +133,23 @@ struct FaultTests {
         #expect(rig.service.metrics.retries == 0)
     }
 
+    @Test("A sign-up whose answer was lost is retried, and the account it made is taken as made, not as taken")
+    func lostSignUpAnswer() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        let credentials = Credentials(username: "f-\(UUID().uuidString.prefix(8).lowercased())", password: "lost and found")
+        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "drop_after"]])
+        try await rig.service.createAccount(credentials)
+        #expect(try await rig.proxy.count("POST /v1/batch") == 2)
+        try await rig.service.verify(credentials)
+        // Someone else's account with that name is still "taken" after a retry.
+        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "status", "status": 503]])
+        let error = await #expect(throws: ServiceError.self) {
+            try await rig.service.createAccount(Credentials(username: credentials.username, password: "not mine"))
+        }
+        #expect(error?.code == .usernameTaken)
+    }
+
     @Test("A connection dropped on every attempt is 'unreachable' after the last one, and the context is as before")
     func droppedEveryTime() async throws {
         let rig = try await Self.rig()
