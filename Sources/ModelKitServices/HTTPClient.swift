@@ -224,7 +224,8 @@ final class HTTPClient: Sendable {
         case .failed(_, let message):
             return .failure(ServiceError(.unreachable("\(request.line): \(message)")))
         case .refusedCredentials:
-            return .failure(ServiceError(.unauthorized("\(request.line): the server refused the credentials")))
+            // The server's answer was a 401; the session only kept it from us.
+            return .success(Response(status: 401, headers: [:], body: Data(), attempts: 1))
         case .notHTTP(let type):
             return .failure(ServiceError(.invalidResponse(expected: "an HTTP response", found: type)))
         }

@@ -133,7 +133,7 @@ struct FaultTests {
         #expect(rig.service.metrics.retries == 0)
     }
 
-    @Test("A sign-up whose answer was lost is retried, and the account it made is taken as made, not as taken")
+    @Test("A sign-up or password change whose answer was lost is retried, and taken as done")
     func lostSignUpAnswer() async throws {
         let rig = try await Self.rig()
         defer { rig.proxy.stop() }
@@ -142,6 +142,14 @@ struct FaultTests {
         try await rig.service.createAccount(credentials)
         #expect(try await rig.proxy.count("POST /v1/batch") == 2)
         try await rig.service.verify(credentials)
+        // A password change whose answer was lost: the retry, with the old password, is refused,
+        // but the new one opens the account, so the change is done.
+        try rig.service.setCredentials(credentials)
+        try await rig.proxy.inject([["match": "PATCH /v1/accounts", "action": "drop_after"]])
+        try await rig.service.changePassword(to: "found again")
+        #expect(try await rig.proxy.count("PATCH /v1/accounts") == 2)
+        #expect(rig.service.credentials?.password == "found again")
+        try await rig.service.verify(Credentials(username: credentials.username, password: "found again"))
         // Someone else's account with that name is still "taken" after a retry.
         try await rig.proxy.inject([["match": "POST /v1/batch", "action": "status", "status": 503]])
         let error = await #expect(throws: ServiceError.self) {
