@@ -145,7 +145,10 @@ extension KintoService {
             }
             let recordId = RecordID(collection: request.collection, id: id)
             records.append(
-                RemoteRecord(id: recordId, version: try Self.version(fields["last_modified"], at: "data[\(index)].last_modified", record: recordId), fields: fields))
+                RemoteRecord(
+                    id: recordId,
+                    version: try Self.version(fields["last_modified"], at: "data[\(index)].last_modified", record: recordId),
+                    fields: fields))
         }
         let next = try nextCursor(response.headers, path: path)
         return RecordPage(records: records, next: next)
