@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// A user type with the app's own profile properties (the seed's MKitParseUser subclass).
-final class Member: ModelObject<Member.Properties>, RemoteUser {
+final class Subscriber: ModelObject<Subscriber.Properties>, RemoteUser {
     struct Properties: ModelProperties {
         var email = ""
         var displayName = ""
@@ -24,7 +24,7 @@ final class Member: ModelObject<Member.Properties>, RemoteUser {
 struct UserTests {
     static func server() async throws -> KintoServer {
         let server = try await KintoServer.shared.value
-        try ModelRegistry.register(Member.self)
+        try ModelRegistry.register(Subscriber.self)
         return server
     }
 
@@ -39,8 +39,8 @@ struct UserTests {
     /// Signs up a new member on `service` and returns it with its credentials.
     static func signUp(
         on service: KintoService, in context: ModelContext, displayName: String = "Someone"
-    ) async throws -> (Member, Credentials) {
-        let user = Member.instance(in: context)
+    ) async throws -> (Subscriber, Credentials) {
+        let user = Subscriber.instance(in: context)
         user.displayName = displayName
         let credentials = Credentials(username: uniqueName(), password: "pw " + UUID().uuidString.prefix(8))
         try await user.signUp(username: credentials.username, password: credentials.password, using: service)
@@ -71,7 +71,7 @@ struct UserTests {
         let store = InMemoryCredentialStore()
         let service = try await Self.service(store: store)
         let context = ModelContext()
-        let user = Member.instance(in: context)
+        let user = Subscriber.instance(in: context)
         user.email = "bob@example.org"
         user.displayName = "Bob"
         user.age = 42
@@ -85,12 +85,12 @@ struct UserTests {
         #expect(service.user == name)
         #expect(service.credentials == Credentials(username: name, password: "s3cret"))
         #expect(store.load(key: service.credentialKey) == Credentials(username: name, password: "s3cret"))
-        #expect(Member.currentUser(in: context, using: service) === user)
+        #expect(Subscriber.currentUser(in: context, using: service) === user)
         #expect(service.storeIdentifier.hasSuffix("user=\(name)"))
 
         let other = try await Self.service()
         let otherContext = ModelContext()
-        let copy = try await Member.logIn(username: name, password: "s3cret", in: otherContext, using: other)
+        let copy = try await Subscriber.logIn(username: name, password: "s3cret", in: otherContext, using: other)
         #expect(copy.modelState == .loaded)
         #expect(copy.objectId == name)
         #expect(copy.email == "bob@example.org")
@@ -105,7 +105,7 @@ struct UserTests {
         try await other.fetch(copy)
         #expect(copy.displayName == "Bobby")
         // Logging in again updates the context's instance in place.
-        let again = try await Member.logIn(username: name, password: "s3cret", in: otherContext, using: other)
+        let again = try await Subscriber.logIn(username: name, password: "s3cret", in: otherContext, using: other)
         #expect(again === copy)
     }
 
@@ -119,7 +119,7 @@ struct UserTests {
         let service = try await Self.service(store: store)
         let (_, mine) = try await Self.signUp(on: service, in: keep)
         let context = ModelContext()
-        let impostor = Member.instance(in: context)
+        let impostor = Subscriber.instance(in: context)
         impostor.displayName = "Impostor"
         let error = await #expect(throws: ServiceError.self) {
             try await impostor.signUp(username: taken.username, password: "other password", using: service)
@@ -140,7 +140,7 @@ struct UserTests {
             try await checker.verify(Credentials(username: taken.username, password: "other password"))
         }
         #expect(wrong?.code == .unauthorized)
-        let first = try await Member.logIn(username: taken.username, password: taken.password, in: checkerContext, using: checker)
+        let first = try await Subscriber.logIn(username: taken.username, password: taken.password, in: checkerContext, using: checker)
         #expect(first.displayName == "First")
     }
 
@@ -154,30 +154,30 @@ struct UserTests {
 
         for (name, password) in [(credentials.username, "wrong"), (Self.uniqueName(), "whatever"), (credentials.username, "")] {
             let error = await #expect(throws: ServiceError.self) {
-                _ = try await Member.logIn(username: name, password: password, in: context, using: service)
+                _ = try await Subscriber.logIn(username: name, password: password, in: context, using: service)
             }
             #expect(error?.code == .unauthorized, "\(name) / '\(password)': \(String(describing: error))")
             #expect(service.credentials == nil)
             #expect(store.load(key: service.credentialKey) == nil)
             #expect(context.count == 0)
-            #expect(Member.currentUser(in: context, using: service) == nil)
+            #expect(Subscriber.currentUser(in: context, using: service) == nil)
         }
         let invalid = await #expect(throws: ServiceError.self) {
-            _ = try await Member.logIn(username: "no spaces/or slashes", password: "x", in: context, using: service)
+            _ = try await Subscriber.logIn(username: "no spaces/or slashes", password: "x", in: context, using: service)
         }
         #expect(invalid?.code == .invalidModel)
 
-        let user = try await Member.logIn(
+        let user = try await Subscriber.logIn(
             username: credentials.username, password: credentials.password, in: context, using: service)
         #expect(user.displayName == "Ann")
         #expect(user.modelState == .loaded)
         #expect(service.credentials == credentials)
         #expect(store.load(key: service.credentialKey) == credentials)
-        #expect(Member.currentUser(in: context, using: service) === user)
+        #expect(Subscriber.currentUser(in: context, using: service) === user)
 
         // A wrong password for another user afterwards leaves the logged-in one in place.
         _ = await #expect(throws: ServiceError.self) {
-            _ = try await Member.logIn(username: credentials.username, password: "wrong", in: context, using: service)
+            _ = try await Subscriber.logIn(username: credentials.username, password: "wrong", in: context, using: service)
         }
         #expect(service.credentials == credentials)
     }
@@ -190,7 +190,7 @@ struct UserTests {
         #expect(made.status == 201)
         let service = try await Self.service()
         let context = ModelContext()
-        let user = try await Member.logIn(username: name, password: "pw", in: context, using: service)
+        let user = try await Subscriber.logIn(username: name, password: "pw", in: context, using: service)
         #expect(user.objectId == name)
         #expect(user.modelState == .needsData)
         #expect(service.user == name)
@@ -199,7 +199,7 @@ struct UserTests {
         try await service.save(user)
         #expect(user.modelState == .loaded)
         let other = ModelContext()
-        let copy = try await Member.logIn(username: name, password: "pw", in: other, using: try await Self.service())
+        let copy = try await Subscriber.logIn(username: name, password: "pw", in: other, using: try await Self.service())
         #expect(copy.modelState == .loaded)
         #expect(copy.displayName == "Late")
     }
@@ -208,7 +208,7 @@ struct UserTests {
     func signUpRefusesBadInput() async throws {
         let service = try await Self.service()
         let context = ModelContext()
-        let user = Member.instance(in: context)
+        let user = Subscriber.instance(in: context)
         user.displayName = "Eve"
         for (name, password) in [("bad name", "pw"), ("_leading", "pw"), ("", "pw"), ("e\u{301}", "pw"), (Self.uniqueName(), "")]
         {
@@ -245,7 +245,7 @@ struct UserTests {
 
     @Test("A sign-up whose profile cannot be saved deletes the account again and leaves the service as before")
     func signUpRollsBack() async throws {
-        // A bucket with no collection for Member: the profile save is refused after the account exists.
+        // A bucket with no collection for Subscriber: the profile save is refused after the account exists.
         let server = try await Self.server()
         let bucket = "b" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         let made = try await server.request("PUT", "/buckets/\(bucket)", body: ["data": [:]], headers: ["If-None-Match": "*"])
@@ -253,7 +253,7 @@ struct UserTests {
         let store = InMemoryCredentialStore()
         let service = try await Self.service(bucket: bucket, store: store)
         let context = ModelContext()
-        let user = Member.instance(in: context)
+        let user = Subscriber.instance(in: context)
         user.displayName = "Lost"
         let name = Self.uniqueName()
         let error = await #expect(throws: ServiceError.self) {
@@ -290,7 +290,7 @@ struct UserTests {
         let second = try await Self.service(store: FileCredentialStore(directory: directory))
         #expect(second.credentials == credentials)
         let context = ModelContext()
-        let current = try #require(Member.currentUser(in: context, using: second))
+        let current = try #require(Subscriber.currentUser(in: context, using: second))
         #expect(current.objectId == credentials.username)
         #expect(current.modelState == .needsData)
         try await second.fetch(current)
@@ -308,7 +308,7 @@ struct UserTests {
 
         try second.logOut()
         #expect(second.credentials == nil)
-        #expect(Member.currentUser(in: context, using: second) == nil)
+        #expect(Subscriber.currentUser(in: context, using: second) == nil)
         #expect(try FileCredentialStore(directory: directory).load(key: second.credentialKey) == nil)
         // Anonymous now: the personal bucket is refused.
         let refused = await #expect(throws: ServiceError.self) { try await second.fetch(writer) }
@@ -316,7 +316,7 @@ struct UserTests {
 
         let third = try await Self.service(store: FileCredentialStore(directory: directory))
         #expect(third.credentials == nil)
-        #expect(Member.currentUser(in: ModelContext(), using: third) == nil)
+        #expect(Subscriber.currentUser(in: ModelContext(), using: third) == nil)
         // The first service, made before, still acts as the user until it is told otherwise.
         #expect(first.credentials == credentials)
     }
@@ -350,7 +350,7 @@ struct UserTests {
         // The service goes on acting as the user with the new password.
         user.displayName = "Changed"
         try await service.save(user)
-        let copy = try await Member.logIn(username: new.username, password: new.password, in: checkerContext, using: checker)
+        let copy = try await Subscriber.logIn(username: new.username, password: new.password, in: checkerContext, using: checker)
         #expect(copy.displayName == "Changed")
 
         // A relaunch restores the new password.
@@ -392,7 +392,7 @@ struct UserTests {
     // MARK: One user's records are not another's
 
     /// A bucket made by the fixture's account (its owner) where any user may create records, in
-    /// collections for Writer and Member: each record is its creator's.
+    /// collections for Writer and Subscriber: each record is its creator's.
     static func sharedBucket() async throws -> String {
         let server = try await Self.server()
         let bucket = "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
@@ -402,7 +402,7 @@ struct UserTests {
             "requests": [
                 ["path": .string("/buckets/\(bucket)")],
                 ["path": .string("/buckets/\(bucket)/collections/Writer"), "body": ["data": [:], "permissions": open]],
-                ["path": .string("/buckets/\(bucket)/collections/Member"), "body": ["data": [:], "permissions": open]],
+                ["path": .string("/buckets/\(bucket)/collections/Subscriber"), "body": ["data": [:], "permissions": open]],
             ],
         ]
         let answer = try await server.request("POST", "/batch", body: create)
@@ -491,7 +491,7 @@ struct UserTests {
         #expect(leak.status == 412)
         #expect(leak.body["details"]?["existing"]?["name"] == "Alice's")
         // Nor can Bob read Alice's profile.
-        let profile = Member.instance(objectId: aliceCredentials.username, in: keep)
+        let profile = Subscriber.instance(objectId: aliceCredentials.username, in: keep)
         let profileRead = await #expect(throws: ServiceError.self) { try await bob.fetch(profile) }
         #expect(profileRead?.code == .forbidden)
 
@@ -567,30 +567,30 @@ extension ModelCallsTests {
         let context = ModelContext()
         let name = UserTests.uniqueName()
         let unset = await #expect(throws: ServiceError.self) {
-            _ = try await Member.logIn(username: name, password: "pw", in: context)
+            _ = try await Subscriber.logIn(username: name, password: "pw", in: context)
         }
         #expect(unset?.code == .notConfigured)
-        #expect(Member.currentUser(in: context) == nil)
+        #expect(Subscriber.currentUser(in: context) == nil)
 
         let service = try await UserTests.service()
         ModelServices.default = service
-        let user = Member.instance(in: context)
+        let user = Subscriber.instance(in: context)
         user.displayName = "Default"
         try await user.signUp(username: name, password: "pw")
         #expect(service.user == name)
-        #expect(Member.currentUser(in: context) === user)
+        #expect(Subscriber.currentUser(in: context) === user)
         let elsewhere = ModelContext()
-        let copy = try await Member.logIn(username: name, password: "pw", in: elsewhere)
+        let copy = try await Subscriber.logIn(username: name, password: "pw", in: elsewhere)
         #expect(copy.displayName == "Default")
-        let reset = await #expect(throws: ServiceError.self) { try await Member.requestPasswordReset(email: "x@example.org") }
+        let reset = await #expect(throws: ServiceError.self) { try await Subscriber.requestPasswordReset(email: "x@example.org") }
         #expect(reset?.code == .notSupported)
 
         ModelServices.default = RecordsOnlyService(service)
         let noAccounts = await #expect(throws: ServiceError.self) {
-            _ = try await Member.logIn(username: name, password: "pw", in: context)
+            _ = try await Subscriber.logIn(username: name, password: "pw", in: context)
         }
         #expect(noAccounts?.code == .notSupported)
-        #expect(Member.currentUser(in: context) == nil)
+        #expect(Subscriber.currentUser(in: context) == nil)
     }
 }
 
@@ -600,7 +600,7 @@ extension UserTests {
     func completionHandlers() async throws {
         let service = try await Self.service()
         let context = ModelContext()
-        let user = Member.instance(in: context)
+        let user = Subscriber.instance(in: context)
         user.displayName = "Handled"
         let name = Self.uniqueName()
         let signedUp = await withCheckedContinuation { continuation in
@@ -614,14 +614,14 @@ extension UserTests {
 
         let other = try await Self.service()
         let loggedIn = await withCheckedContinuation { continuation in
-            Member.logInInBackground(username: name, password: "pw", using: other) { result in
+            Subscriber.logInInBackground(username: name, password: "pw", using: other) { result in
                 continuation.resume(returning: result.map { $0.displayName })
             }
         }
         #expect((try? loggedIn.get()) == "Handled")
         #expect(other.user == name)
         let refused = await withCheckedContinuation { continuation in
-            Member.logInInBackground(username: name, password: "wrong", using: other) { result in
+            Subscriber.logInInBackground(username: name, password: "wrong", using: other) { result in
                 continuation.resume(returning: result.map { _ in () })
             }
         }
@@ -632,7 +632,7 @@ extension UserTests {
         #expect(error.code == .unauthorized)
 
         let reset = await withCheckedContinuation { continuation in
-            Member.requestPasswordResetInBackground(email: "x@example.org", using: service) { continuation.resume(returning: $0) }
+            Subscriber.requestPasswordResetInBackground(email: "x@example.org", using: service) { continuation.resume(returning: $0) }
         }
         guard case .failure(let resetError) = reset else {
             Issue.record("a reset succeeded on Kinto 26.5")
