@@ -93,4 +93,29 @@ public protocol ModelService: AnyObject, Sendable {
 
     /// Reads one record; a missing one is ``ServiceError/Code/notFound``.
     func read(_ id: RecordID) async throws(ServiceError) -> RemoteRecord
+
+    /// How closely the backend evaluates `condition` over every value ModelKit writes: queries
+    /// send it only when the answer holds every match (``RecordConditionSupport/superset``), and
+    /// evaluate it again on the client unless it is ``RecordConditionSupport/exact``.
+    ///
+    /// The default is ``RecordConditionSupport/unsupported``: everything is evaluated on the
+    /// client. Pure and fast: it is asked once per condition of a query.
+    func evaluation(of condition: RecordCondition) -> RecordConditionSupport
+
+    /// Whether the backend orders records by `field` exactly as ModelKit orders its values
+    /// (ascending: `null` first). The default is `false`.
+    func canSort(by field: RecordField) -> Bool
+
+    /// One page of the records of `request.collection` that satisfy its conditions, in its
+    /// order: the first page for a `nil` cursor, else the page the cursor names. A page may hold
+    /// fewer records than asked for; the list ends when ``RecordPage/next`` is `nil`.
+    ///
+    /// The default throws ``ServiceError/Code/notSupported``.
+    func listRecords(_ request: RecordListRequest, after cursor: RecordCursor?) async throws(ServiceError) -> RecordPage
+
+    /// How many records of `request.collection` satisfy its conditions (order and limit are
+    /// ignored).
+    ///
+    /// The default throws ``ServiceError/Code/notSupported``.
+    func countRecords(_ request: RecordListRequest) async throws(ServiceError) -> Int
 }

@@ -94,10 +94,14 @@ enum RecordCodec {
     /// The model dictionary (ModelPointer format, JSON form) for `record`, for the model
     /// `modelId` of `context`. Pointers are given the model id of the model with that object id
     /// in the context, or a fresh one (loading makes a placeholder for it).
+    ///
+    /// `known` gives the model ids of records decoded together with this one ("model/objectId"
+    /// keys), for pointers to records the context does not hold yet.
     static func entry(
-        for record: RemoteRecord, modelName: String, modelId: ModelID, context: ModelContext
+        for record: RemoteRecord, modelName: String, modelId: ModelID, context: ModelContext,
+        known: [String: ModelID] = [:]
     ) throws(ServiceError) -> ModelValue {
-        var resolver = PointerResolver(context: context, record: record.id)
+        var resolver = PointerResolver(context: context, record: record.id, known: known)
         var properties: [(String, ModelValue)] = []
         for (key, value) in record.fields where !serverFields.contains(key) && !headerFields.contains(key) {
             properties.append((key, try resolver.incoming(value)))
@@ -120,10 +124,13 @@ private struct PointerResolver {
     /// Fresh ids for targets the context does not hold, by "model/objectId", so that two pointers
     /// to one record become one placeholder.
     var fresh: [String: ModelID] = [:]
+    /// Model ids of records decoded in the same batch, by "model/objectId".
+    let known: [String: ModelID]
 
-    init(context: ModelContext, record: RecordID) {
+    init(context: ModelContext, record: RecordID, known: [String: ModelID]) {
         self.context = context
         self.record = record
+        self.known = known
     }
 
     mutating func incoming(_ value: ModelValue) throws(ServiceError) -> ModelValue {
@@ -146,7 +153,8 @@ private struct PointerResolver {
                         .invalidResponse(expected: "a pointer to a registered model type", found: "a pointer to '\(model)'"),
                         record: record)
                 }
-                let id = existingId(of: type, objectId: objectId) ?? freshId("\(model)/\(objectId)")
+                let key = "\(model)/\(objectId)"
+                let id = existingId(of: type, objectId: objectId) ?? known[key] ?? freshId(key)
                 return [
                     "__type": "ModelPointer", "model": .string(model), "modelId": .string(id.description),
                     "objectId": .string(objectId),

@@ -22,7 +22,9 @@ struct ModelCallsTests {
         #expect(writer.hasChanges)
     }
 
-    @Test("The default service serves save, fetch and delete, and a service passed explicitly wins over it")
+    @Test(
+        "The default service serves save, fetch and delete, and a service passed explicitly wins over it",
+        .enabled(if: serviceTestsEnabled, serviceTestsSkipped))
     func defaultService() async throws {
         let service = try await KintoServer.freshService()
         let other = try await KintoServer.freshService()
@@ -53,7 +55,9 @@ struct ModelCallsTests {
     }
 
     @MainActor
-    @Test("The completion-handler forms report success and failure on the main actor")
+    @Test(
+        "The completion-handler forms report success and failure on the main actor",
+        .enabled(if: serviceTestsEnabled, serviceTestsSkipped))
     func completionHandlers() async throws {
         let service = try await KintoServer.freshService()
         let context = ModelContext()

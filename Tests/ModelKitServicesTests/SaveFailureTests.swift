@@ -35,7 +35,7 @@ struct SaveFailureTests {
         let error = await #expect(throws: ServiceError.self) { try await service.save(shelf) }
         #expect(error?.code == .invalidModel)
         #expect(error?.description.contains("RemoteModel") == true)
-        #expect(service.requestCount.load(ordering: .relaxed) == 0)
+        #expect(service.metrics.requests == 0)
         #expect(shelf.objectId == nil && note.objectId == nil)
         #expect(shelf.modelState == .new && shelf.hasChanges)
     }
@@ -55,7 +55,7 @@ struct SaveFailureTests {
         let error = await #expect(throws: ServiceError.self) { try await service.save(writer) }
         #expect(error?.code == .invalidModel)
         #expect(error?.record == RecordID(collection: "Article", id: "has space"))
-        #expect(service.requestCount.load(ordering: .relaxed) == 0)
+        #expect(service.metrics.requests == 0)
         // Object ids given by the failed save are taken back; the one the app set stays.
         #expect(writer.objectId == nil && good.objectId == nil && bad.objectId == "has space")
         #expect(try writer.properties == before)

@@ -9,7 +9,7 @@ import Testing
 struct ServicesDocsTests {
     @Test(
         "Every Swift block of the docs that imports ModelKitServices compiles, runs against a real server, and prints what the page says",
-        arguments: DocPages.programs.filter(\.usesServices))
+        .enabled(if: serviceTestsEnabled, serviceTestsSkipped), arguments: DocPages.programs.filter(\.usesServices))
     func programRuns(_ program: DocProgram) async throws {
         let server = try await KintoServer.shared.value
         let environment = ["KINTO_URL": server.url.absoluteString, "KINTO_USER": server.user, "KINTO_PASSWORD": server.password]

@@ -22,7 +22,7 @@ public struct ModelPredicate<M: Model> {
         /// `ScanProgram`), and how an index could answer it. The opener is made where the model
         /// type is known, so that opening a model's properties costs a few loads, not a call
         /// through the protocol.
-        case inPlace(FieldMatcher.Kernel, IndexProbe<M>?, PropertiesOpener)
+        case inPlace(FieldMatcher.Kernel, IndexProbe<M>?, PropertiesOpener, InPlaceOrigin?)
         /// A condition on the value at a string key (a dotted path).
         case keyed(path: [String], condition: QueryCondition)
         /// A predicate on the models a reference property leads to: a maker of the test (one per
@@ -158,12 +158,12 @@ public struct ModelPredicate<M: Model> {
             if let operation = condition.operation,
                 let read = FieldMatcher.make(Value.self, at: offset, optional: false, operation)
             {
-                return Self(.inPlace(read, probe, PropertiesOpener(M.self)))
+                return Self(.inPlace(read, probe, PropertiesOpener(M.self), InPlaceOrigin(offset, optional: false, operation)))
             }
             return Self(
                 .inPlace(
                     .closure { base in test(base.advanced(by: offset).assumingMemoryBound(to: Value.self).pointee) }, probe,
-                    PropertiesOpener(M.self)))
+                    PropertiesOpener(M.self), InPlaceOrigin(offset, optional: false, condition.operation)))
         }
         return Self(.typed({ test($0.storage.values[keyPath: keyPath]) }, probe))
     }
@@ -186,7 +186,7 @@ public struct ModelPredicate<M: Model> {
             if let operation = condition.operation,
                 let read = FieldMatcher.make(Value.self, at: offset, optional: true, operation)
             {
-                return Self(.inPlace(read, nil, PropertiesOpener(M.self)))
+                return Self(.inPlace(read, nil, PropertiesOpener(M.self), InPlaceOrigin(offset, optional: true, operation)))
             }
             return Self(
                 .inPlace(
@@ -195,7 +195,7 @@ public struct ModelPredicate<M: Model> {
                             return matchesNil
                         }
                         return test(value)
-                    }, nil, PropertiesOpener(M.self)))
+                    }, nil, PropertiesOpener(M.self), InPlaceOrigin(offset, optional: true, condition.operation)))
         }
         return Self(
             .typed(

@@ -110,7 +110,7 @@ extension Query {
         switch node {
         case .always, .not, .related, .tooDeep:
             return nil
-        case .typed(_, let probe), .inPlace(_, let probe, _):
+        case .typed(_, let probe), .inPlace(_, let probe, _, _):
             return probe?.lookup(indexes)
         case .keyed(let path, let condition):
             let key = path.joined(separator: ".")
@@ -191,7 +191,7 @@ extension Query {
         -> (Int, Int) throws -> ComparisonResult
     {
         switch key {
-        case .typed(let ascending, let compare):
+        case .typed(let ascending, _, let compare):
             return { a, b in
                 let result = compare(models[a], models[b])
                 return ascending ? result : flipped(result)

@@ -63,7 +63,8 @@ public struct Query<M: Model> {
     public func sorted<Value: Comparable>(by keyPath: KeyPath<M.Properties, Value>, ascending: Bool = true) -> Self {
         var query = self
         let read = Self.reader(keyPath)
-        query.sortKeys.append(.typed(ascending: ascending) { a, b in Self.order(read(a), read(b)) })
+        let field = MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: false) }
+        query.sortKeys.append(.typed(ascending: ascending, field: field) { a, b in Self.order(read(a), read(b)) })
         return query
     }
 
@@ -73,7 +74,8 @@ public struct Query<M: Model> {
         var query = self
         let read = Self.reader(keyPath)
         query.sortKeys.append(
-            .typed(ascending: ascending) { a, b in
+            .typed(ascending: ascending, field: MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: true) }) {
+                a, b in
                 switch (read(a), read(b)) {
                 case (nil, nil): return .orderedSame
                 case (nil, _): return .orderedAscending
@@ -107,7 +109,8 @@ public struct Query<M: Model> {
     public func sorted(byDistanceOf keyPath: KeyPath<M.Properties, GeoPoint>, from center: GeoPoint) -> Self {
         var query = self
         let read = Self.reader(keyPath)
-        query.sortKeys.append(.typed(ascending: true) { a, b in Self.order(read(a).distance(to: center), read(b).distance(to: center)) })
+        query.sortKeys.append(
+            .typed(ascending: true, field: nil) { a, b in Self.order(read(a).distance(to: center), read(b).distance(to: center)) })
         return query
     }
 
@@ -150,7 +153,9 @@ public struct Query<M: Model> {
 
 /// One key of a query's order.
 enum SortKey<M: Model> {
-    case typed(ascending: Bool, (M, M) -> ComparisonResult)
+    /// By a key path: the comparison, and where the stored property lies (when it is one), so
+    /// that the key can be described by name.
+    case typed(ascending: Bool, field: (offset: Int, optional: Bool)?, (M, M) -> ComparisonResult)
     case keyed(path: [String], ascending: Bool, options: StringOptions)
     case distance(path: [String], center: GeoPoint)
 }

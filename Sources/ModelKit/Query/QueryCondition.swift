@@ -11,7 +11,7 @@ import Foundation
 ///
 /// For conditions checked by the compiler, use key paths and ``Condition`` instead.
 public struct QueryCondition: Sendable {
-    @usableFromInline enum Operator: String, Sendable {
+    @usableFromInline package enum Operator: String, Sendable {
         case equal = "=="
         case notEqual = "!="
         case greater = ">"
@@ -32,14 +32,14 @@ public struct QueryCondition: Sendable {
         case within = "WITHIN"
     }
 
-    let op: Operator
-    let values: [ModelValue]
-    let options: StringOptions
+    package let op: Operator
+    package let values: [ModelValue]
+    package let options: StringOptions
     /// For ``within(kilometers:of:)``: the centre and the radius.
-    let center: GeoPoint?
-    let kilometers: Double
+    package let center: GeoPoint?
+    package let kilometers: Double
 
-    init(_ op: Operator, _ values: [ModelValue], options: StringOptions = [], center: GeoPoint? = nil, kilometers: Double = 0) {
+    package init(_ op: Operator, _ values: [ModelValue], options: StringOptions = [], center: GeoPoint? = nil, kilometers: Double = 0) {
         self.op = op
         self.values = values
         self.options = options

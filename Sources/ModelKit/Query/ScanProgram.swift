@@ -195,7 +195,7 @@ private struct ScanCompiler<M: Model> {
             return fail  // never run: checking the predicate throws first
         case .typed(let test, _):
             return append(.model(.init { test(unsafeDowncast($0, to: M.self)) }), pass: pass, fail: fail)
-        case .inPlace(let kernel, _, let open):
+        case .inPlace(let kernel, _, let open, _):
             if opener == nil { opener = open }
             return append(Self.inPlace(kernel), pass: pass, fail: fail)
         case .related(let make, _):

@@ -1,0 +1,120 @@
+import Foundation
+import ModelKit
+
+/// The candidate records of a query, decoded into a scratch context of their own (with the
+/// records they reference), where the query runs again; then its matches, merged into the
+/// caller's context.
+///
+/// Each record gets the model id it will have in the caller's context, decided before anything
+/// is decoded: the id of the model the caller holds with that object id, else the `modelId` the
+/// record holds when it is free, else a new one. So the scratch context orders ties (by model
+/// id) exactly as the caller's would.
+struct CandidateSet<M: RemoteModel> {
+    /// The scratch context.
+    let context: ModelContext
+    private let candidates: [ModelID: RemoteRecord]
+    /// Every decoded record's model id, by "model/objectId".
+    private let assigned: [String: ModelID]
+
+    static func decode(
+        _ records: [RemoteRecord], _ referenced: ReferencedRecords, caller: ModelContext,
+        isolation: isolated (any Actor)? = #isolation
+    ) throws(ServiceError) -> CandidateSet {
+        let scratch = ModelContext()
+        var used = Set<ModelID>()
+        var assigned: [String: ModelID] = [:]
+        var candidates: [ModelID: RemoteRecord] = [:]
+        var order: [(RemoteRecord, ModelID)] = []
+        for (index, record) in (records + referenced.records).enumerated() {
+            let key = "\(record.id.collection)/\(record.id.id)"
+            guard assigned[key] == nil else { continue }
+            let held =
+                index < records.count ? caller.model(M.self, objectId: record.id.id)?.modelId : Self.held(record, in: caller)
+            let id = held ?? Self.freeId(of: record, caller: caller, used: used)
+            used.insert(id)
+            assigned[key] = id
+            order.append((record, id))
+            if index < records.count { candidates[id] = record }
+        }
+        if !order.isEmpty {
+            var entries: [ModelValue] = []
+            entries.reserveCapacity(order.count)
+            for (record, id) in order {
+                entries.append(
+                    try RecordCodec.entry(
+                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: assigned))
+            }
+            do {
+                _ = try M.instance(
+                    from: .array(entries), in: scratch, options: DeserializationOptions(danglingPointers: .placeholder))
+            } catch {
+                throw ServiceError(
+                    .invalidResponse(
+                        expected: "records that decode as \(M.modelName) and the models they reference", found: "\(error)"))
+            }
+        }
+        // References to records the server does not have read as none, as they do locally
+        // once such a model is deleted.
+        if !referenced.missing.isEmpty {
+            for model in scratch.allModels where model.modelState == .needsData {
+                guard let objectId = model.objectId, referenced.missing.contains("\(type(of: model).modelName)/\(objectId)")
+                else {
+                    continue
+                }
+                model.removeFromContext()
+            }
+        }
+        return CandidateSet(context: scratch, candidates: candidates, assigned: assigned)
+    }
+
+    /// The id of the model the caller holds for a record of another type, if any.
+    private static func held(_ record: RemoteRecord, in caller: ModelContext) -> ModelID? {
+        guard let type = ModelRegistry.type(named: record.id.collection) else { return nil }
+        return held(type, record.id.id, caller)
+    }
+
+    private static func held<T: Model>(_ type: T.Type, _ objectId: String, _ caller: ModelContext) -> ModelID? {
+        caller.model(T.self, objectId: objectId)?.modelId
+    }
+
+    /// The record's own model id when no other model has it, else a new one.
+    private static func freeId(of record: RemoteRecord, caller: ModelContext, used: Set<ModelID>) -> ModelID {
+        if let text = record.fields["modelId"]?.stringValue, let id = ModelID(text), !used.contains(id),
+            caller.model(withId: id) == nil
+        {
+            return id
+        }
+        return ModelID(UUID())
+    }
+
+    /// Merges the records of `matches` (models of the scratch context) into `caller`, all or
+    /// nothing, and returns the caller's models in the same order.
+    func merge(_ matches: [M], into caller: ModelContext, versions: VersionTable) throws(ServiceError) -> [M] {
+        guard !matches.isEmpty else { return [] }
+        var entries: [ModelValue] = []
+        entries.reserveCapacity(matches.count)
+        for match in matches {
+            guard let record = candidates[match.modelId] else {
+                throw ServiceError(.invalidResponse(expected: "a match among the candidates", found: "another model"))
+            }
+            entries.append(
+                try RecordCodec.entry(
+                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: assigned))
+        }
+        do {
+            _ = try M.instance(from: .array(entries), in: caller, options: DeserializationOptions(danglingPointers: .placeholder))
+        } catch {
+            throw ServiceError(.invalidResponse(expected: "records that decode as \(M.modelName)", found: "\(error)"))
+        }
+        var results: [M] = []
+        results.reserveCapacity(matches.count)
+        for match in matches {
+            guard let model = caller.model(M.self, modelId: match.modelId), let record = candidates[match.modelId] else {
+                throw ServiceError(.invalidResponse(expected: "a merged \(M.modelName)", found: "none"))
+            }
+            versions.versions[model.modelId] = record.version
+            results.append(model)
+        }
+        return results
+    }
+}
