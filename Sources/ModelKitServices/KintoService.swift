@@ -33,8 +33,6 @@ public final class KintoService: ModelService {
     private let batchLimit = Mutex<Int?>(nil)
     /// How many HTTP requests this service has sent (the tests check batching with it).
     let requestCount = Atomic<Int>(0)
-    /// Requests and bytes, for ``metrics`` (KintoService+Metrics.swift).
-    let counters = MetricsCounters()
 
     /// - Parameters:
     ///   - url: The API root, ending in `/v1`.
@@ -200,7 +198,6 @@ public final class KintoService: ModelService {
         let data: Data
         let response: URLResponse
         requestCount.add(1, ordering: .relaxed)
-        counters.recordRequest(bodyBytes: body?.count ?? 0)
         do {
             (data, response) = try await session.data(for: request)
         } catch let error as URLError where error.code == .timedOut {
@@ -208,7 +205,6 @@ public final class KintoService: ModelService {
         } catch {
             throw ServiceError(.unreachable("\(method) \(url.absoluteString): \(error.localizedDescription)"))
         }
-        counters.recordResponse(bytes: data.count)
         guard let http = response as? HTTPURLResponse else {
             throw ServiceError(.invalidResponse(expected: "an HTTP response", found: "\(type(of: response))"))
         }
