@@ -35,7 +35,7 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         // Runs against a real Kinto server that the tests start with Scripts/kinto-server.
-        .testTarget(name: "ModelKitServicesTests", dependencies: ["ModelKitServices", "ModelKit"]),
+        .testTarget(name: "ModelKitServicesTests", dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,6 +13,9 @@ import Synchronization
 /// a create is a `PUT` with `If-None-Match: *`, an update a `PUT` with `If-Match`, a delete a
 /// `DELETE` with `If-Match`. Several services (servers, buckets, users) can be used at once.
 ///
+/// Requests that fail in a way that may pass are retried (see ``RetryPolicy``); each attempt has
+/// a time limit, and answers a size limit. ``metrics`` counts what was sent and received.
+///
 /// ```swift
 /// let service = KintoService(url: URL(string: "http://127.0.0.1:8888/v1")!, user: "alice", password: "s3cret")
 /// try await service.save(author)
@@ -24,40 +27,49 @@ public final class KintoService: ModelService {
     /// collections the server makes on first write. Another bucket must exist, with a collection
     /// per model type.
     public let bucket: String
-    /// The account name, if any.
-    public let user: String?
-    private let authorization: String?
-    private let timeout: TimeInterval
-    private let session: URLSession
+    /// Who the service acts as, and where it remembers that (KintoService+Users.swift); its
+    /// `Authorization` header is read only by ``send(_:path:body:idempotent:)``.
+    let account = Mutex(AccountState())
+    /// The transport: time limit, size limit, retries, `Backoff`, counters.
+    let http: HTTPClient
     /// The server's batch limit, read once.
     private let batchLimit = Mutex<Int?>(nil)
-    /// How many HTTP requests this service has sent (the tests check batching with it).
-    let requestCount = Atomic<Int>(0)
+
+    /// The default ``init(url:bucket:user:password:timeout:retry:maximumResponseBytes:)``
+    /// limit on the size of one answer: 64 MiB.
+    public static let defaultMaximumResponseBytes = 64 << 20
 
     /// - Parameters:
     ///   - url: The API root, ending in `/v1`.
     ///   - bucket: The bucket; by default the user's personal one.
-    ///   - user, password: Basic credentials (Kinto's accounts plugin), or none.
-    ///   - timeout: How long one request may take.
-    public init(url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30)) {
+    ///   - user, password: Basic credentials (Kinto's accounts plugin), or none. To keep a user
+    ///     logged in across launches, use ``init(url:bucket:credentialStore:timeout:)`` instead.
+    ///   - timeout: How long one attempt of a request may take; a slower one fails with
+    ///     ``ServiceError/Code/timedOut`` and is not retried.
+    ///   - retry: How often, and after which waits, a request that failed in a way that may pass
+    ///     is sent again (see ``RetryPolicy``).
+    ///   - maximumResponseBytes: The largest answer accepted; a larger one is cut off as soon as
+    ///     it shows it is and fails with ``ServiceError/Code/invalidResponse``.
+    public init(
+        url: URL, bucket: String = "default", user: String? = nil, password: String? = nil, timeout: Duration = .seconds(30),
+        retry: RetryPolicy = RetryPolicy(), maximumResponseBytes: Int = KintoService.defaultMaximumResponseBytes
+    ) {
         baseURL = url
         self.bucket = bucket
-        self.user = user
+        http = HTTPClient(timeout: timeout, retry: retry, maximumResponseBytes: maximumResponseBytes)
         if let user, let password {
-            authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
-        } else {
-            authorization = nil
+            account.withLock { $0.credentials = Credentials(username: user, password: password) }
         }
-        self.timeout = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = self.timeout
-        configuration.timeoutIntervalForResource = self.timeout
-        session = URLSession(configuration: configuration)
     }
 
-    deinit {
-        session.finishTasksAndInvalidate()
-    }
+    /// What this service has sent and received so far (requests, retries, body bytes).
+    ///
+    /// ```swift
+    /// let before = service.metrics.requests
+    /// try await service.save(author)
+    /// print(service.metrics.requests - before)
+    /// ```
+    public var metrics: ServiceMetrics { http.metrics }
 
     public var storeIdentifier: String { "kinto \(baseURL.absoluteString) bucket=\(bucket) user=\(user ?? "")" }
 
@@ -69,12 +81,12 @@ public final class KintoService: ModelService {
         case 200:
             let body = try Self.json(response.body, record: id)
             guard case .object(let data)? = body["data"] else {
-                throw ServiceError(.invalidResponse(expected: "an object 'data'", found: Self.describe(body["data"])), record: id)
+                throw .invalidResponse(at: "data", expected: "an object", found: Self.describe(body["data"]), record: id)
             }
             guard case .string(let recordId)? = data["id"] else {
-                throw ServiceError(.invalidResponse(expected: "a string 'id'", found: Self.describe(data["id"])), record: id)
+                throw .invalidResponse(at: "data.id", expected: "a string", found: Self.describe(data["id"]), record: id)
             }
-            let version = try Self.version(data["last_modified"], record: id)
+            let version = try Self.version(data["last_modified"], at: "data.last_modified", record: id)
             return RemoteRecord(id: RecordID(collection: id.collection, id: recordId), version: version, fields: data)
         default:
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(id)
@@ -138,81 +150,81 @@ public final class KintoService: ModelService {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
         let answer = try Self.json(response.body, record: nil)
-        guard case .array(let responses)? = answer["responses"], responses.count == chunk.count else {
-            throw ServiceError(
-                .invalidResponse(expected: "'responses', one per request (\(chunk.count))", found: Self.describe(answer["responses"])))
+        guard case .array(let responses)? = answer["responses"] else {
+            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(answer["responses"]))
+        }
+        guard responses.count == chunk.count else {
+            throw .invalidResponse(
+                at: "responses", expected: "\(chunk.count) answers, one per request", found: "\(responses.count)")
         }
         var results: [RecordWriteResult] = []
-        for (write, sub) in zip(chunk, responses) {
-            results.append(Self.result(of: write, sub))
+        for (index, (write, sub)) in zip(chunk, responses).enumerated() {
+            results.append(result(of: write, sub, at: "responses[\(index)]", retried: response.attempts > 1))
         }
         return results
     }
 
-    private static func result(of write: RecordWrite, _ response: ModelValue) -> RecordWriteResult {
+    /// What became of `write`, from its answer in a batch (at `path`, for messages).
+    ///
+    /// When the batch was sent more than once (`retried`), an earlier attempt may have been
+    /// carried out without its answer reaching us, and the precondition then fails against our
+    /// own write: a create or update answered 412 whose record on the server holds exactly the
+    /// fields sent, or a delete answered 404, was done, not refused.
+    private func result(of write: RecordWrite, _ response: ModelValue, at path: String, retried: Bool) -> RecordWriteResult {
         let id = write.record
-        guard case .int(let status)? = response["status"] else {
-            return .failed(ServiceError(.invalidResponse(expected: "an integer 'status'", found: describe(response["status"])), record: id))
+        guard case .object(let fields) = response else {
+            return .failed(.invalidResponse(at: path, expected: "an object", found: Self.describe(response), record: id))
         }
-        let body = response["body"] ?? .null
-        switch status {
-        case 200, 201:
+        guard case .int(let status)? = fields["status"] else {
+            return .failed(
+                .invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id))
+        }
+        if case .string(let echoed)? = fields["path"], !echoed.hasSuffix(recordPath(id)) {
+            return .failed(
+                .invalidResponse(at: "\(path).path", expected: "'…\(recordPath(id))'", found: "'\(echoed)'", record: id))
+        }
+        let body = fields["body"] ?? .null
+        if status == 200 || status == 201 {
+            let data = "\(path).body.data"
+            guard case .string(let recordId)? = body["data"]?["id"], recordId == id.id else {
+                return .failed(
+                    .invalidResponse(
+                        at: "\(data).id", expected: "'\(id.id)'", found: Self.describe(body["data"]?["id"]), record: id))
+            }
             do throws(ServiceError) {
-                return .written(try version(body["data"]?["last_modified"], record: id))
+                return .written(try Self.version(body["data"]?["last_modified"], at: "\(data).last_modified", record: id))
             } catch {
                 return .failed(error)
             }
-        default:
-            var headers: [String: String] = [:]
-            if case .object(let object)? = response["headers"] {
-                for (key, value) in object { if let text = value.stringValue { headers[key] = text } }
-            }
-            return .failed(failure(status: Int(clamping: status), body: body, headers: headers).about(id))
         }
-    }
-
-    // MARK: HTTP
-
-    private struct Response: Sendable {
-        let status: Int
-        let headers: [String: String]
-        let body: Data
-    }
-
-    private func recordPath(_ id: RecordID) -> String {
-        "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
-    }
-
-    private func send(_ method: String, path: String, body: Data?) async throws(ServiceError) -> Response {
-        guard let url = URL(string: baseURL.absoluteString + path) else {
-            throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
-        }
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        let data: Data
-        let response: URLResponse
-        requestCount.add(1, ordering: .relaxed)
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError where error.code == .timedOut {
-            throw ServiceError(.timedOut("\(method) \(url.absoluteString)"))
-        } catch {
-            throw ServiceError(.unreachable("\(method) \(url.absoluteString): \(error.localizedDescription)"))
-        }
-        guard let http = response as? HTTPURLResponse else {
-            throw ServiceError(.invalidResponse(expected: "an HTTP response", found: "\(type(of: response))"))
+        if retried, let done = Self.doneEarlier(write, status: Int(clamping: status), body: body, at: path) {
+            return done
         }
         var headers: [String: String] = [:]
-        for (key, value) in http.allHeaderFields {
-            if let key = key as? String, let value = value as? String { headers[key] = value }
+        if case .object(let object)? = fields["headers"] {
+            for (key, value) in object { if let text = value.stringValue { headers[key] = text } }
         }
-        return Response(status: http.statusCode, headers: headers, body: data)
+        return .failed(Self.failure(status: Int(clamping: status), body: body, headers: headers).about(id))
+    }
+
+    /// For a batch sent more than once: the result of `write` if its refusal (`status`) shows that
+    /// an earlier attempt did it, or nil.
+    private static func doneEarlier(_ write: RecordWrite, status: Int, body: ModelValue, at path: String) -> RecordWriteResult? {
+        switch (write, status) {
+        case (.create(_, let sent), 412), (.update(_, let sent, _), 412):
+            guard case .object(var existing)? = body["details"]?["existing"],
+                let version = try? version(
+                    existing["last_modified"], at: "\(path).body.details.existing.last_modified", record: write.record)
+            else { return nil }
+            existing["id"] = nil
+            existing["last_modified"] = nil
+            return existing == sent ? .written(version) : nil
+        case (.delete(_, let expected), 404):
+            // Gone, as asked; the tombstone's version did not reach us.
+            return .written(expected ?? RemoteVersion("0"))
+        default:
+            return nil
+        }
     }
 
     // MARK: Reading answers
@@ -226,12 +238,13 @@ public final class KintoService: ModelService {
         }
     }
 
-    static func version(_ value: ModelValue?, record: RecordID) throws(ServiceError) -> RemoteVersion {
+    /// A record's version from its `last_modified` (at `path` in the answer, for messages).
+    static func version(_ value: ModelValue?, at path: String, record: RecordID) throws(ServiceError) -> RemoteVersion {
         switch value {
         case .int(let number)?: return RemoteVersion(String(number))
         case .uint(let number)?: return RemoteVersion(String(number))
         default:
-            throw ServiceError(.invalidResponse(expected: "an integer 'last_modified'", found: describe(value)), record: record)
+            throw .invalidResponse(at: path, expected: "an integer", found: describe(value), record: record)
         }
     }
 

@@ -11,12 +11,16 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case unreachable
         /// The server did not answer within the service's timeout.
         case timedOut
+        /// The calling task was cancelled while the request or a wait before a retry was under
+        /// way.
+        case cancelled
         /// The server refused the request without valid credentials (HTTP 401).
         case unauthorized
         /// The credentials are valid but do not allow the request (HTTP 403).
         case forbidden
-        /// The server asked the client to wait (HTTP 429, or 503 with `Retry-After`, or a
-        /// `Backoff` header); ``ServiceError/retryAfter`` says how long, when it said.
+        /// The server asked the client to wait (HTTP 429, or 503 with `Retry-After`), and the
+        /// service's retries ran out or the wait was longer than its ``RetryPolicy`` accepts;
+        /// ``ServiceError/retryAfter`` says how long, when it said.
         case rateLimited
         /// The server failed (HTTP 5xx).
         case serverError
@@ -34,11 +38,21 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notAttempted
         /// The backend does not offer the operation (such as a password reset without an emailer).
         case notSupported
+        /// A sign-up chose a username that an account already has.
+        case usernameTaken
+        /// Saved credentials could have been read or replaced by someone else (a file another
+        /// user owns, or one that group or others may read), so they are not used.
+        case insecureCredentialStore
+        /// Credentials could not be read from, or written to, the credential store.
+        case credentialStoreFailed
+        /// No service was passed and no default is set (``ModelServices/default``).
+        case notConfigured
     }
 
     enum Kind: Sendable {
         case unreachable(String)
         case timedOut(String)
+        case cancelled(String)
         case unauthorized(String)
         case forbidden(String)
         case rateLimited(retryAfter: Duration?, status: Int)
@@ -50,6 +64,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case invalidModel(expected: String, found: String)
         case notAttempted
         case notSupported(String)
+        case usernameTaken(String)
+        case insecureCredentialStore(expected: String, found: String)
+        case credentialStoreFailed(expected: String, found: String)
+        case notConfigured
     }
 
     let kind: Kind
@@ -67,6 +85,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .unreachable: .unreachable
         case .timedOut: .timedOut
+        case .cancelled: .cancelled
         case .unauthorized: .unauthorized
         case .forbidden: .forbidden
         case .rateLimited: .rateLimited
@@ -78,6 +97,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .invalidModel: .invalidModel
         case .notAttempted: .notAttempted
         case .notSupported: .notSupported
+        case .usernameTaken: .usernameTaken
+        case .insecureCredentialStore: .insecureCredentialStore
+        case .credentialStoreFailed: .credentialStoreFailed
+        case .notConfigured: .notConfigured
         }
     }
 
@@ -97,7 +120,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     }
 
     /// For ``Code/rateLimited``: how long the server asked the client to wait, when it said
-    /// (`Retry-After` or `Backoff`, in seconds).
+    /// (`Retry-After`, in seconds).
     public var retryAfter: Duration? {
         if case .rateLimited(let delay, _) = kind { return delay }
         return nil
@@ -107,6 +130,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     public var serverVersion: RemoteVersion? {
         if case .conflict(let current) = kind { return current }
         return nil
+    }
+
+    /// An invalid response: at `path` in the answer (such as `responses[3].body.data.last_modified`)
+    /// `expected` was expected and `found` was found.
+    static func invalidResponse(at path: String, expected: String, found: String, record: RecordID? = nil) -> ServiceError {
+        ServiceError(.invalidResponse(expected: "\(expected) at \(path)", found: found), record: record)
     }
 
     /// The same error about `record` (when it names none yet).
@@ -121,6 +150,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "the server could not be reached\(subject): \(reason)"
         case .timedOut(let request):
             return "expected an answer in time\(subject) but found none: \(request)"
+        case .cancelled(let request):
+            return "cancelled\(subject): \(request)"
         case .unauthorized(let message):
             return "expected valid credentials\(subject) but the server refused them (HTTP 401)\(message.isEmpty ? "" : ": \(message)")"
         case .forbidden(let message):
@@ -144,6 +175,14 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "not attempted\(subject): an earlier write of the same operation failed"
         case .notSupported(let what):
             return "not supported by this backend\(subject): \(what)"
+        case .usernameTaken(let username):
+            return "expected a free username but an account '\(username)' exists"
+        case .insecureCredentialStore(let expected, let found):
+            return "refused the saved credentials: expected \(expected) but found \(found)"
+        case .credentialStoreFailed(let expected, let found):
+            return "credential store: expected \(expected) but found \(found)"
+        case .notConfigured:
+            return "expected a service (passed, or set as ModelServices.default) but found none\(subject)"
         }
     }
 }

@@ -85,7 +85,8 @@ struct KintoServer: Sendable {
         else {
             throw FixtureError(
                 "Scripts/kinto-server could not start Kinto (status \(status)); run it by hand to see why "
-                    + "(it needs python3.10+ and pip's access to PyPI once, or an existing .build/kinto-venv):\n\(log)")
+                    + "(it needs python3.10+ and pip's access to PyPI once, or an existing .build/kinto-venv). "
+                    + "For offline work only, MODELKIT_SKIP_SERVICE_TESTS=1 turns the server tests off:\n\(log)")
         }
         let server = KintoServer(url: url, user: "tests-\(UUID().uuidString.prefix(8))", password: "correct horse")
         let signUp = try await server.request(

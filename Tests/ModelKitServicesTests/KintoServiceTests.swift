@@ -6,7 +6,7 @@ import Testing
 
 /// Save, fetch and delete against a real Kinto server (see KintoFixture.swift). Each test has a
 /// bucket of its own.
-@Suite("KintoService on a real server", .timeLimit(.minutes(5)))
+@Suite("KintoService on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
 struct KintoServiceTests {
     @Test("Saving a new model creates its record, and a fetch in another context reads the same values")
     func saveThenFetch() async throws {
@@ -57,7 +57,7 @@ struct KintoServiceTests {
             #expect(model.modelState == .loaded)
             #expect(!model.hasChanges)
         }
-        #expect(service.requestCount.load(ordering: .relaxed) == 2)  // GET / for the batch limit, one /batch
+        #expect(service.metrics.requests == 2)  // GET / for the batch limit, one /batch
 
         let other = ModelContext()
         let author = Writer.instance(objectId: try #require(writer.objectId), in: other)
@@ -85,18 +85,18 @@ struct KintoServiceTests {
         })
         try await service.save(writer)
         // 61 records, 25 a batch: 3 batches, after GET / for the limit.
-        #expect(service.requestCount.load(ordering: .relaxed) == 4)
+        #expect(service.metrics.requests == 4)
         #expect(context.models(of: Article.self).allSatisfy { $0.modelState == .loaded && !$0.hasChanges })
 
         // Nothing changed: a second save sends nothing.
         try await service.save(writer)
-        #expect(service.requestCount.load(ordering: .relaxed) == 4)
+        #expect(service.metrics.requests == 4)
 
         // One change: one write.
         let seventh = Array(writer.articles)[7]
         seventh.title = "Changed"
         try await service.save(writer)
-        #expect(service.requestCount.load(ordering: .relaxed) == 5)
+        #expect(service.metrics.requests == 5)
         let other = ModelContext()
         let copy = Article.instance(objectId: try #require(seventh.objectId), in: other)
         try await service.fetch(copy)
@@ -290,7 +290,7 @@ struct ServiceErrorTests {
         writer.objectId = "bad.id"
         let error = await #expect(throws: ServiceError.self) { try await service.save(writer) }
         #expect(error?.code == .invalidModel)
-        #expect(service.requestCount.load(ordering: .relaxed) == 0)
+        #expect(service.metrics.requests == 0)
         #expect(writer.modelState == .new)
     }
 }

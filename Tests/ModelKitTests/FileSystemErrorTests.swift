@@ -1,4 +1,5 @@
 import Foundation
+import ModelKitTestSupport
 import Testing
 
 /// Saves and loads on real file systems that fail: a read-only one and a full one. Each runs a

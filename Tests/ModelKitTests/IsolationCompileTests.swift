@@ -1,4 +1,5 @@
 import Foundation
+import ModelKitTestSupport
 import Testing
 
 // What the compiler stops (Docs/Contexts.md, "What the compiler stops you from doing"): each

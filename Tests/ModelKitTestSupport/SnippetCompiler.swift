@@ -7,15 +7,15 @@ import Foundation
 /// The module comes from the build folder next to the running test binary; a program that is
 /// run is linked against that build's object files of ModelKit (the package has no shared
 /// library product, and should not grow one for tests).
-struct SnippetCompiler {
+public struct SnippetCompiler {
     /// What the compiler said, and the program's output when it was run.
-    struct Outcome {
-        var compiled: Bool
-        var diagnostics: String
+    public struct Outcome {
+        public var compiled: Bool
+        public var diagnostics: String
         /// The program's standard output and error, when it was run.
-        var output = ""
+        public var output = ""
         /// The program's exit status (or signal), when it was run.
-        var status: Int32 = 0
+        public var status: Int32 = 0
     }
 
     let buildFolder: URL
@@ -23,8 +23,12 @@ struct SnippetCompiler {
     let swiftc: URL
     /// Whether the test binary runs under ThreadSanitizer: linked programs then need it too.
     let threadSanitized: Bool
+    /// The package's library modules a program may import and is linked with.
+    let modules: [String]
 
-    init(filePath: String = #filePath) throws {
+    /// - Parameter modules: The library targets to link, ModelKit's dependencies first.
+    public init(modules: [String] = ["ModelKit"], filePath: String = #filePath) throws {
+        self.modules = modules
         let binary = URL(
             fileURLWithPath: try String(contentsOfFile: "/proc/self/cmdline", encoding: .utf8)
                 .split(separator: "\0").first.map(String.init) ?? CommandLine.arguments[0])
@@ -56,11 +60,13 @@ struct SnippetCompiler {
     /// This build's objects of ModelKit, one per current source file (a removed file may leave
     /// a stale object behind in an incremental build).
     private func libraryObjects() throws -> [String] {
-        let sources = packageRoot.appendingPathComponent("Sources/ModelKit")
-        guard let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else { return [] }
         var objects: [String] = []
-        for case let file as URL in files where file.pathExtension == "swift" {
-            objects.append(buildFolder.appendingPathComponent("ModelKit.build/\(file.lastPathComponent).o").path)
+        for module in modules {
+            let sources = packageRoot.appendingPathComponent("Sources/\(module)")
+            guard let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else { continue }
+            for case let file as URL in files where file.pathExtension == "swift" {
+                objects.append(buildFolder.appendingPathComponent("\(module).build/\(file.lastPathComponent).o").path)
+            }
         }
         let shims = buildFolder.appendingPathComponent("ModelKitShims.build")
         for name in try FileManager.default.contentsOfDirectory(atPath: shims.path) where name.hasSuffix(".o") {
@@ -71,7 +77,7 @@ struct SnippetCompiler {
 
     /// Type-checks `source` and runs the compiler's data-race diagnostics on it (they run after
     /// type checking, on SIL, so `-typecheck` alone would accept every misuse).
-    func check(_ source: String) throws -> Outcome {
+    public func check(_ source: String) throws -> Outcome {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("main.swift")
@@ -82,14 +88,16 @@ struct SnippetCompiler {
 
     /// Compiles `source` into a program linked with ModelKit and runs it; its exit status is in
     /// the outcome.
-    func build(andRun source: String) throws -> Outcome {
-        try build(andRun: source) { program in (program, []) }
+    public func build(andRun source: String, environment: [String: String] = [:]) throws -> Outcome {
+        try build(andRun: source, environment: environment) { program in (program, []) }
     }
 
     /// Compiles `source` like ``build(andRun:)``, and runs what `launch` makes of the program's
     /// path: an executable and its arguments (a shell that prepares a file system and runs the
     /// program in it, for example).
-    func build(andRun source: String, launch: (URL) -> (URL, [String])) throws -> Outcome {
+    public func build(
+        andRun source: String, environment: [String: String] = [:], launch: (URL) -> (URL, [String])
+    ) throws -> Outcome {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("main.swift")
@@ -100,7 +108,7 @@ struct SnippetCompiler {
         let (status, text) = try run(swiftc, flags)
         guard status == 0 else { return Outcome(compiled: false, diagnostics: text) }
         let (executable, arguments) = launch(program)
-        let (exit, output) = try run(executable, arguments)
+        let (exit, output) = try run(executable, arguments, environment: environment)
         return Outcome(compiled: true, diagnostics: text, output: output, status: exit)
     }
 
@@ -110,10 +118,14 @@ struct SnippetCompiler {
         return folder
     }
 
-    private func run(_ executable: URL, _ arguments: [String]) throws -> (Int32, String) {
+    /// Runs `executable` to its end; `environment` is added to this process's.
+    private func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -124,7 +136,7 @@ struct SnippetCompiler {
     }
 }
 
-struct SnippetError: Error, CustomStringConvertible {
-    let message: String
-    var description: String { message }
+public struct SnippetError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
 }

@@ -1,0 +1,322 @@
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The HTTP transport of a service: one request at a time through `URLSession`, with a time limit,
+/// a cap on the size of answers, retries of failed attempts, the server's `Backoff`, and counters.
+///
+/// Every request ModelKit sends is idempotent (reads, conditional writes, and batches of them),
+/// so a request whose attempt failed in a way that may pass (a dropped connection, a 5xx, a 429)
+/// is sent again, up to ``RetryPolicy/maximumAttempts`` times.
+final class HTTPClient: Sendable {
+    struct Request: Sendable {
+        var method: String
+        var url: URL
+        var headers: [String: String] = [:]
+        var body: Data?
+        /// Whether sending the request twice does no more than sending it once (a read, a write
+        /// with a version precondition, a batch of them). Only such a request is retried.
+        var isIdempotent = true
+
+        /// "GET http://…", for messages.
+        var line: String { "\(method) \(url.absoluteString)" }
+    }
+
+    struct Response: Sendable {
+        let status: Int
+        /// Header names as the server sent them; look them up with ``header(_:)``.
+        let headers: [String: String]
+        let body: Data
+        /// How many attempts it took; more than one means an earlier attempt may have reached the
+        /// server without its answer reaching us.
+        let attempts: Int
+
+        func header(_ name: String) -> String? {
+            headers.first(where: { $0.key.caseInsensitiveCompare(name) == .orderedSame })?.value
+        }
+    }
+
+    let timeout: Duration
+    let retry: RetryPolicy
+    let maximumResponseBytes: Int
+    private let configuration: URLSessionConfiguration
+    #if !canImport(FoundationNetworking)
+        private let session: URLSession
+    #endif
+    private let delegate: SessionDelegate
+    private let counters = Counters()
+    /// Until when the server asked (`Backoff`) not to be sent anything.
+    private let backoffUntil = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(timeout: Duration, retry: RetryPolicy, maximumResponseBytes: Int) {
+        self.timeout = timeout
+        self.retry = retry
+        self.maximumResponseBytes = max(0, maximumResponseBytes)
+        let seconds = timeout.seconds
+        configuration = URLSessionConfiguration.ephemeral
+        // The client enforces the limit itself (below); these are the session's backstops.
+        configuration.timeoutIntervalForRequest = seconds
+        configuration.timeoutIntervalForResource = seconds + 1
+        configuration.urlCache = nil
+        delegate = SessionDelegate()
+        #if !canImport(FoundationNetworking)
+            session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #endif
+    }
+
+    #if !canImport(FoundationNetworking)
+        deinit {
+            session.finishTasksAndInvalidate()
+        }
+    #endif
+
+    var metrics: ServiceMetrics {
+        ServiceMetrics(
+            requests: counters.requests.load(ordering: .relaxed),
+            retries: counters.retries.load(ordering: .relaxed),
+            bytesSent: counters.bytesSent.load(ordering: .relaxed),
+            bytesReceived: counters.bytesReceived.load(ordering: .relaxed))
+    }
+
+    /// Sends `request`, retrying as the policy says, and returns the last answer (whatever its
+    /// status: the caller maps statuses to errors).
+    ///
+    /// - Throws: ``ServiceError``: unreachable (after the last attempt), timed out, cancelled,
+    ///   an answer over the size limit (invalid response), or rate-limited when the server asked
+    ///   for a longer wait than the policy allows.
+    func send(_ request: Request) async throws(ServiceError) -> Response {
+        let maximumAttempts = request.isIdempotent ? retry.maximumAttempts : 1
+        var attempt = 1
+        while true {
+            try await waitForBackoff(request)
+            let outcome = await attemptOnce(request)
+            let delay: Duration
+            switch outcome {
+            case .success(let response):
+                noteBackoff(response)
+                guard attempt < maximumAttempts, Self.isRetryable(status: response.status) else {
+                    return Response(status: response.status, headers: response.headers, body: response.body, attempts: attempt)
+                }
+                if let asked = response.header("Retry-After").flatMap(Self.seconds(from:)) {
+                    // A longer wait than the policy allows is the app's call, not ours.
+                    guard asked <= retry.maximumDelay else {
+                        return Response(
+                            status: response.status, headers: response.headers, body: response.body, attempts: attempt)
+                    }
+                    delay = asked
+                } else {
+                    delay = retry.delay(before: attempt + 1)
+                }
+            case .failure(let error):
+                guard attempt < maximumAttempts, error.code == .unreachable else { throw error }
+                delay = retry.delay(before: attempt + 1)
+            }
+            try await Self.sleep(for: delay, request)
+            attempt += 1
+            counters.retries.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// 5xx other than "not implemented" and "version not supported", and 429: statuses that say
+    /// "not now" rather than "never".
+    static func isRetryable(status: Int) -> Bool {
+        status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
+    }
+
+    /// A `Retry-After` or `Backoff` value in whole seconds (the HTTP-date form is not used by Kinto).
+    static func seconds(from text: String) -> Duration? {
+        guard let value = Int(text.trimmingCharacters(in: .whitespaces)), value >= 0 else { return nil }
+        return .seconds(value)
+    }
+
+    private func noteBackoff(_ response: Response) {
+        guard let asked = response.header("Backoff").flatMap(Self.seconds(from:)), asked > .zero else { return }
+        let until = ContinuousClock.now + min(asked, retry.maximumDelay)
+        backoffUntil.withLock { current in
+            if current.map({ $0 < until }) ?? true { current = until }
+        }
+    }
+
+    private func waitForBackoff(_ request: Request) async throws(ServiceError) {
+        guard let until = backoffUntil.withLock({ $0 }) else { return }
+        let now = ContinuousClock.now
+        guard until > now else { return }
+        try await Self.sleep(for: until - now, request)
+    }
+
+    private static func sleep(for delay: Duration, _ request: Request) async throws(ServiceError) {
+        do {
+            try await Task.sleep(for: delay)
+        } catch {
+            throw ServiceError(.cancelled(request.line))
+        }
+    }
+
+    // MARK: One attempt
+
+    private func attemptOnce(_ request: Request) async -> Result<Response, ServiceError> {
+        if Task.isCancelled { return .failure(ServiceError(.cancelled(request.line))) }
+        var urlRequest = URLRequest(url: request.url, timeoutInterval: timeout.seconds)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        #if canImport(FoundationNetworking)
+            // One connection per request on Linux: when a kept-alive connection turns out closed
+            // by the server (idle timeout, restart, proxy), swift-corelibs-foundation's URLSession
+            // lets libcurl send the request again on a new one and then never completes the task,
+            // so the request would hang until the time limit instead of failing or succeeding.
+            urlRequest.setValue("close", forHTTPHeaderField: "Connection")
+        #endif
+        urlRequest.httpBody = request.body
+        #if canImport(FoundationNetworking)
+            // A session per attempt on Linux: swift-corelibs-foundation may go on reading a
+            // cancelled transfer (a body over the limit) to its end when the session starts
+            // another task meanwhile; alone in its session, the transfer stops. Connections are
+            // not reused there anyway (above).
+            let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #endif
+        let task = session.dataTask(with: urlRequest)
+        let box = TaskBox(task)
+        counters.requests.add(1, ordering: .relaxed)
+        counters.bytesSent.add(request.body?.count ?? 0, ordering: .relaxed)
+        let limit = maximumResponseBytes
+        let delegate = delegate
+        let outcome: SessionDelegate.Outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // The time limit is the client's own: the session's timeouts only catch silence.
+                let timer = Task { [timeout] in
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                    delegate.stop(box.task, because: .timedOut)
+                }
+                delegate.register(task, limit: limit, continuation: continuation) { timer.cancel() }
+                // A cancellation that came before the registration found nothing to stop.
+                if Task.isCancelled {
+                    delegate.stop(task, because: .cancelled)
+                } else {
+                    task.resume()
+                }
+            }
+        } onCancel: {
+            delegate.stop(box.task, because: .cancelled)
+        }
+        counters.bytesReceived.add(outcome.received, ordering: .relaxed)
+        #if canImport(FoundationNetworking)
+            // Not invalidateAndCancel: a second cancel of a stopped task can trap in
+            // swift-corelibs-foundation.
+            session.finishTasksAndInvalidate()
+        #endif
+        switch outcome.ending {
+        case .completed(let status, let headers, let body):
+            return .success(Response(status: status, headers: headers, body: body, attempts: 1))
+        case .stopped(.timedOut):
+            return .failure(ServiceError(.timedOut("\(request.line) (limit \(timeout))")))
+        case .stopped(.cancelled):
+            return .failure(ServiceError(.cancelled(request.line)))
+        case .stopped(.tooLarge(let declared)):
+            let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
+            return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))
+        case .failed(.timedOut?, _):
+            return .failure(ServiceError(.timedOut("\(request.line) (limit \(timeout))")))
+        case .failed(.cancelled?, _):
+            return .failure(ServiceError(.cancelled(request.line)))
+        case .failed(_, let message):
+            return .failure(ServiceError(.unreachable("\(request.line): \(message)")))
+        case .refusedCredentials:
+            // The server's answer was a 401; the session only kept it from us.
+            return .success(Response(status: 401, headers: [:], body: Data(), attempts: 1))
+        case .notHTTP(let type):
+            return .failure(ServiceError(.invalidResponse(expected: "an HTTP response", found: type)))
+        }
+    }
+
+    private final class Counters: Sendable {
+        let requests = Atomic<Int>(0)
+        let retries = Atomic<Int>(0)
+        let bytesSent = Atomic<Int>(0)
+        let bytesReceived = Atomic<Int>(0)
+    }
+
+    /// Carries a task into the cancellation handler (URLSessionTask is thread-safe, but not
+    /// marked `Sendable` everywhere).
+    private final class TaskBox: @unchecked Sendable {
+        let task: URLSessionTask
+        init(_ task: URLSessionTask) { self.task = task }
+    }
+}
+
+/// How a service retries a request whose attempt failed in a way that may pass: a connection
+/// that could not be made or was dropped, a server error (5xx), or "too many requests" (429).
+///
+/// Every request ModelKit sends may be repeated safely: reads, writes with a version
+/// precondition (`If-Match`, `If-None-Match`), and batches of them.
+///
+/// ```swift
+/// let service = KintoService(url: url, retry: RetryPolicy(maximumAttempts: 5, delay: .seconds(1)))
+/// ```
+public struct RetryPolicy: Sendable, Hashable {
+    /// How many times a request is sent at most, the first time included (1: no retries).
+    public var maximumAttempts: Int
+    /// The wait before the first retry when the server did not say how long to wait; each further
+    /// retry waits twice as long as the one before.
+    public var delay: Duration
+    /// The longest wait the service accepts from the server (`Retry-After`, `Backoff`). An answer
+    /// that asks for longer is not retried: its error carries the wait
+    /// (``ServiceError/retryAfter``), for the app to decide.
+    public var maximumDelay: Duration
+
+    /// - Parameters:
+    ///   - maximumAttempts: Attempts per request, at least 1 (3 by default: two retries).
+    ///   - delay: The first retry's wait when the server names none (0.5 s by default).
+    ///   - maximumDelay: The longest server-requested wait honoured (60 s by default).
+    public init(maximumAttempts: Int = 3, delay: Duration = .milliseconds(500), maximumDelay: Duration = .seconds(60)) {
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.delay = max(.zero, delay)
+        self.maximumDelay = max(.zero, maximumDelay)
+    }
+
+    /// Each request is sent once.
+    public static let never = RetryPolicy(maximumAttempts: 1)
+
+    /// The wait before attempt `attempt` (2 or more): `delay`, doubled for each retry before it,
+    /// and never more than ``maximumDelay``.
+    func delay(before attempt: Int) -> Duration {
+        let doublings = min(max(0, attempt - 2), 16)
+        return min(delay * (1 << doublings), maximumDelay)
+    }
+}
+
+/// What a service has sent and received so far: for checking how many requests an operation
+/// took, and for benchmarks.
+///
+/// ```swift
+/// let before = service.metrics
+/// try await service.save(author)
+/// print(service.metrics.requests - before.requests)   // 2: the batch limit, then one /batch
+/// ```
+public struct ServiceMetrics: Sendable, Hashable {
+    /// HTTP requests sent, each retry counted.
+    public var requests: Int
+    /// Of ``requests``, how many were retries.
+    public var retries: Int
+    /// Bytes of request bodies sent (headers not counted).
+    public var bytesSent: Int
+    /// Bytes of response bodies received, including bodies cut off for being too large.
+    public var bytesReceived: Int
+
+    /// Counters with the given values (all zero by default).
+    public init(requests: Int = 0, retries: Int = 0, bytesSent: Int = 0, bytesReceived: Int = 0) {
+        self.requests = requests
+        self.retries = retries
+        self.bytesSent = bytesSent
+        self.bytesReceived = bytesReceived
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as `TimeInterval` for Foundation.
+    var seconds: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

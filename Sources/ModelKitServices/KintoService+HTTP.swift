@@ -1,0 +1,34 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// Requests to the Kinto server: every request of the service goes through
+// send(_:path:body:idempotent:), the one place that builds URLs and reads the Authorization header.
+
+extension KintoService {
+    typealias Response = HTTPClient.Response
+
+    func recordPath(_ id: RecordID) -> String {
+        "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
+    }
+
+    /// Sends a request to `path` under ``baseURL`` and returns the answer, whatever its status.
+    ///
+    /// An `idempotent` request (the default: every request of save, fetch and delete is) is
+    /// retried as the service's ``RetryPolicy`` says; pass `false` for one that must not be
+    /// repeated, such as a write without a version precondition.
+    ///
+    /// - Throws: ``ServiceError``: unreachable, timed out, cancelled, or an answer too large.
+    func send(_ method: String, path: String, body: Data?, idempotent: Bool = true) async throws(ServiceError) -> Response {
+        guard let url = URL(string: baseURL.absoluteString + path) else {
+            throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
+        }
+        var request = HTTPClient.Request(
+            method: method, url: url, headers: ["Accept": "application/json"], body: body, isIdempotent: idempotent)
+        if body != nil { request.headers["Content-Type"] = "application/json" }
+        if let authorization = account.withLock({ $0.authorization }) { request.headers["Authorization"] = authorization }
+        return try await http.send(request)
+    }
+}

@@ -1,0 +1,128 @@
+import ModelKit
+
+// The seed's model-level calls: `[author save:&error]`, `[author saveInBackground:^…]`. The
+// async forms run in the caller's isolation domain (the model's context's); the completion-handler
+// forms are for main-actor code that is not async, such as a target–action handler.
+
+extension RemoteModel {
+    /// Saves the model, and first the new or changed models it references, through `service` or
+    /// else ``ModelServices/default``: the same as `service.save(self)`.
+    ///
+    /// ```swift
+    /// author.name = "Jon"
+    /// try await author.save()
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notConfigured`` when there is no service,
+    ///   and what ``ModelService/save(_:isolation:)`` throws.
+    /// - Complexity: O(*n*) in the models the model reaches, plus the requests.
+    public func save(using service: (any ModelService)? = nil, isolation: isolated (any Actor)? = #isolation)
+        async throws(ServiceError)
+    {
+        try await ModelServices.resolve(service).save(self)
+    }
+
+    /// Fills the model from its record, in place, through `service` or else
+    /// ``ModelServices/default``: the same as `service.fetch(self)`.
+    ///
+    /// ```swift
+    /// let author = Author.instance(objectId: "001", in: context)
+    /// if author.modelState == .needsData { try await author.fetch() }
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notConfigured`` when there is no service,
+    ///   and what ``ModelService/fetch(_:isolation:)`` throws.
+    /// - Complexity: O(*p*) in the record's size, plus one request.
+    public func fetch(using service: (any ModelService)? = nil, isolation: isolated (any Actor)? = #isolation)
+        async throws(ServiceError)
+    {
+        try await ModelServices.resolve(service).fetch(self)
+    }
+
+    /// Deletes the model's record, then removes the model from its context, through `service` or
+    /// else ``ModelServices/default``: the same as `service.delete(self)`.
+    ///
+    /// ```swift
+    /// try await author.delete()
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notConfigured`` when there is no service,
+    ///   and what ``ModelService/delete(_:isolation:)`` throws.
+    /// - Complexity: O(1) plus one request.
+    public func delete(using service: (any ModelService)? = nil, isolation: isolated (any Actor)? = #isolation)
+        async throws(ServiceError)
+    {
+        try await ModelServices.resolve(service).delete(self)
+    }
+}
+
+extension RemoteModel {
+    /// Saves the model in a task on the main actor and calls `completion` there with the outcome
+    /// (the seed's `saveInBackground:`). For code that is not async; async code awaits
+    /// ``save(using:isolation:)``.
+    ///
+    /// ```swift
+    /// author.saveInBackground { result in
+    ///     if case .failure(let error) = result { print("Oops: \(error)") }
+    /// }
+    /// ```
+    ///
+    /// The model must belong to a main-actor context (such as `ModelContext.current`).
+    ///
+    /// - Complexity: as ``save(using:isolation:)``; the call itself returns at once.
+    @MainActor
+    public func saveInBackground(
+        using service: (any ModelService)? = nil,
+        completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
+    ) {
+        Self.inBackground(completion) { () throws(ServiceError) in try await self.save(using: service) }
+    }
+
+    /// Fetches the model in a task on the main actor and calls `completion` there with the
+    /// outcome (the seed's `fetchInBackground:`).
+    ///
+    /// ```swift
+    /// author.fetchInBackground { _ in reloadView() }
+    /// ```
+    ///
+    /// - Complexity: as ``fetch(using:isolation:)``; the call itself returns at once.
+    @MainActor
+    public func fetchInBackground(
+        using service: (any ModelService)? = nil,
+        completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
+    ) {
+        Self.inBackground(completion) { () throws(ServiceError) in try await self.fetch(using: service) }
+    }
+
+    /// Deletes the model in a task on the main actor and calls `completion` there with the
+    /// outcome (the seed's `deleteInBackground:`).
+    ///
+    /// ```swift
+    /// author.deleteInBackground { result in print(result) }
+    /// ```
+    ///
+    /// - Complexity: as ``delete(using:isolation:)``; the call itself returns at once.
+    @MainActor
+    public func deleteInBackground(
+        using service: (any ModelService)? = nil,
+        completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
+    ) {
+        Self.inBackground(completion) { () throws(ServiceError) in try await self.delete(using: service) }
+    }
+
+    /// Runs `operation` in a main-actor task and hands its outcome to `completion`.
+    @MainActor
+    private static func inBackground(
+        _ completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void,
+        _ operation: @escaping @MainActor () async throws(ServiceError) -> Void
+    ) {
+        Task { @MainActor in
+            do throws(ServiceError) {
+                try await operation()
+                completion(.success(()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+}
