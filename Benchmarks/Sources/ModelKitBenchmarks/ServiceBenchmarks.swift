@@ -346,3 +346,12 @@ extension Report {
         return lines.joined(separator: "\n") + "\n"
     }
 }
+
+extension ServiceMetrics {
+    /// What was used between two readings.
+    static func - (after: ServiceMetrics, before: ServiceMetrics) -> ServiceMetrics {
+        ServiceMetrics(
+            requests: after.requests - before.requests, retries: after.retries - before.retries,
+            bytesSent: after.bytesSent - before.bytesSent, bytesReceived: after.bytesReceived - before.bytesReceived)
+    }
+}
