@@ -5,11 +5,25 @@ struct Benchmark: Sendable {
     /// Runs the benchmark at one size and returns one table of rows per variant (most benchmarks
     /// have one; the queries have one per selectivity), ModelKit first in each.
     let run: @Sendable (_ data: BlogData, _ session: inout Session) throws -> [BenchmarkResult]
+    /// For the service benchmarks: runs at `n` models against the Kinto server, asynchronously
+    /// (`run` is then unused). They are only selected by a filter naming them.
+    var runOnServer: (@Sendable (_ n: Int, _ session: inout Session) async throws -> BenchmarkResult)?
+
+    /// Whether it needs the Kinto server (and so runs only when a `--filter` part starts with "service").
+    var needsServer: Bool { runOnServer != nil }
 
     /// A benchmark with one table per size.
     init(name: String, run: @escaping @Sendable (_ data: BlogData, _ session: inout Session) throws -> BenchmarkResult) {
         self.name = name
         self.run = { data, session in [try run(data, &session)] }
+    }
+
+    /// A service benchmark, run against the Kinto server with `n` models.
+    init(name: String, needsServer: Bool, run: @escaping @Sendable (_ n: Int, _ session: inout Session) async throws -> BenchmarkResult) {
+        precondition(needsServer, "use init(name:run:) for a benchmark without the server")
+        self.name = name
+        self.run = { _, _ in [] }
+        runOnServer = run
     }
 
     /// A benchmark with several tables per size (``BenchmarkResult/selectivity`` tells them apart).
@@ -36,6 +50,14 @@ struct BenchmarkResult {
     var selectivity: Double?
     /// What the rows measure: seconds, or bytes for `graph-memory`.
     var unit = MeasuredUnit.seconds
+    /// Requests, bytes and CPU of each subject of a service benchmark, by subject.
+    var serviceStats: [String: ServiceStats] = [:]
+
+    /// Rows measured elsewhere (the service benchmarks).
+    init(rows: [(subject: String, seconds: Double)], notes: [String] = []) {
+        self.rows = rows
+        self.notes = notes
+    }
 
     /// Times `subjects` (ModelKit first, then its peers) and `extras` (parts of ModelKit's work,
     /// or variants of a peer), all interleaved. Extras are reported in notes, not as rows, with
@@ -79,6 +101,9 @@ enum Benchmarks {
         querySortCaseInsensitive,
         relationshipsAppend,
         relationshipsCascade,
+        serviceSave,
+        serviceFetch,
+        serviceQuery,
     ]
 
     static var names: [String] { all.map(\.name) }

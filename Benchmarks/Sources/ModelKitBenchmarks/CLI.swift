@@ -20,9 +20,12 @@ struct Options: Equatable {
     var subjects: [String]?
 
     /// Whether `--filter` selects the benchmark called `name`.
-    func selects(_ name: String) -> Bool {
-        guard let filter else { return true }
-        return filter.split(separator: ",").contains { name.contains($0) }
+    ///
+    /// The benchmarks that need the Kinto server (`service-*`) are selected only by a part that
+    /// starts with "service", so that the default run and `--filter query` never start a server.
+    func selects(_ name: String, needsServer: Bool = false) -> Bool {
+        guard let filter else { return !needsServer }
+        return filter.split(separator: ",").contains { name.contains($0) && (!needsServer || $0.hasPrefix("service")) }
     }
 
     /// The number of timed runs at size `n`: the `--runs` value, else 3 from a million posts up
@@ -76,6 +79,10 @@ enum CLI {
           -h, --help       print this help
 
         Benchmarks: \(Benchmarks.names.joined(separator: ", "))
+        The service-* benchmarks run only with --filter service (or one of their names): they
+        start a Kinto server with Scripts/kinto-server (Python 3.10+, PyPI on the first run) and
+        take minutes; their n is the number of models (records), their default runs 3.
+        service-query inserts n records first (100000: about 3 minutes) and queries 1% of them.
         The ratio column is peer seconds / ModelKit seconds: above 1 means ModelKit is faster.
         graph-memory reports bytes instead of seconds (also in the JSON report's "seconds"), and
         the query benchmarks report each condition at two selectivities ("selectivity" in JSON).

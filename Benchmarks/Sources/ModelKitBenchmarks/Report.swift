@@ -11,6 +11,12 @@ struct Measurement: Codable, Equatable {
     /// The share of the queried models that match, for the query benchmarks (each runs at two);
     /// omitted otherwise.
     var selectivity: Double? = nil
+    /// Service benchmarks only: HTTP requests, request and response body bytes, and this
+    /// process's CPU time per model in seconds (medians); omitted otherwise.
+    var requests: Int? = nil
+    var bytesSent: Int? = nil
+    var bytesReceived: Int? = nil
+    var cpuSecondsPerModel: Double? = nil
 }
 
 /// Collects measurements, prints a table per benchmark and size, and writes the JSON report.
@@ -23,11 +29,19 @@ struct Report {
     /// Records the rows of one benchmark at one size (ModelKit first) and prints their table.
     mutating func add(benchmark: String, n: Int, runs: Int, result: BenchmarkResult) {
         let rows = result.rows.map {
-            Measurement(
+            let stats = result.serviceStats[$0.subject]
+            return Measurement(
                 benchmark: benchmark, n: n, subject: $0.subject, seconds: $0.seconds,
-                peakRSSBytes: result.peakRSSBytes[$0.subject], selectivity: result.selectivity)
+                peakRSSBytes: result.peakRSSBytes[$0.subject], selectivity: result.selectivity, requests: stats?.requests,
+                bytesSent: stats?.bytesSent, bytesReceived: stats?.bytesReceived,
+                cpuSecondsPerModel: stats.map { $0.cpuSeconds / Double(max(1, $0.models)) })
         }
         measurements += rows
+        if !result.serviceStats.isEmpty {
+            print(Self.serviceTable(benchmark: benchmark, n: n, runs: runs, rows: rows, stats: result.serviceStats, notes: result.notes))
+            fflush(nil)
+            return
+        }
         print(
             Self.table(
                 benchmark: benchmark, n: n, runs: runs, rows: rows, notes: result.notes, selectivity: result.selectivity,

@@ -4,10 +4,13 @@ import ModelKit
 // ModelKitBenchmarks: times ModelKit against plain Swift and Foundation on a blog graph.
 // Run `ModelKitBenchmarks --help` for the options.
 
-func runBenchmarks(_ options: Options) throws {
-    try ModelRegistry.register(BenchBlog.self, BenchAuthor.self, BenchPost.self)
-    defer { ScratchDirectory.shared.remove() }
-    let selected = Benchmarks.all.filter { options.selects($0.name) }
+func runBenchmarks(_ options: Options) async throws {
+    try ModelRegistry.register(BenchBlog.self, BenchAuthor.self, BenchPost.self, ServiceItem.self, ServiceShelf.self)
+    defer {
+        ScratchDirectory.shared.remove()
+        ServiceServer.stopShared()
+    }
+    let selected = Benchmarks.all.filter { options.selects($0.name, needsServer: $0.needsServer) }
     guard !selected.isEmpty else {
         throw UsageError(
             description: "no benchmark name contains \"\(options.filter ?? "")\"; benchmarks: \(Benchmarks.names.joined(separator: ", "))")
@@ -16,7 +19,8 @@ func runBenchmarks(_ options: Options) throws {
         print("warning: this is a debug build; time a release build (swift run -c release ...)\n")
     #endif
     print("ModelKit benchmarks: \(selected.map(\.name).joined(separator: ", "))")
-    print("sizes (posts; authors = n/10): \(options.sizes.map(grouped).joined(separator: ", "))\n")
+    let sizeUnit = selected.allSatisfy(\.needsServer) ? "models" : "posts; authors = n/10; models for service-*"
+    print("sizes (\(sizeUnit)): \(options.sizes.map(grouped).joined(separator: ", "))\n")
 
     // Standard error says what is running, for how long, and about how long is left: the work
     // left is estimated from the time so far, each benchmark's share taken as its size.
@@ -28,13 +32,20 @@ func runBenchmarks(_ options: Options) throws {
     var session = Session(runs: 1, verbose: options.verbose, full: options.full, subjects: options.subjects)
     for n in options.sizes {
         let data = BlogData(posts: n)
-        session.runs = options.runs(for: n)
         for benchmark in selected {
+            // The service benchmarks take seconds per run: 3 unless --runs says otherwise.
+            session.runs = benchmark.needsServer ? (options.runs ?? 3) : options.runs(for: n)
             session.label = "\(benchmark.name) n=\(n)"
             let elapsed = seconds(clock.now - started)
             let left = doneWork > 0 ? " (about \(duration(elapsed * (totalWork - doneWork) / doneWork)) left)" : ""
             printError("[\(duration(elapsed))\(left)] \(session.label)")
-            for result in try benchmark.run(data, &session) {
+            let results: [BenchmarkResult]
+            if let runOnServer = benchmark.runOnServer {
+                results = [try await runOnServer(n, &session)]
+            } else {
+                results = try benchmark.run(data, &session)
+            }
+            for result in results {
                 report.add(benchmark: benchmark.name, n: n, runs: session.runs, result: result)
             }
             doneWork += Double(n)
@@ -61,7 +72,7 @@ do {
     case .help:
         print(CLI.usage)
     case .run(let options):
-        try runBenchmarks(options)
+        try await runBenchmarks(options)
     }
 } catch let error as UsageError {
     printError("error: \(error)\n\n\(CLI.usage)")
