@@ -94,20 +94,18 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     #endif
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let declared = dataTask.response?.expectedContentLength ?? -1
         let over: Stop? = transfers.withLock { transfers -> Stop? in
-            guard var transfer = transfers[ObjectIdentifier(dataTask)] else { return nil }
-            transfer.received += data.count
-            let declared = dataTask.response?.expectedContentLength ?? -1
-            var over: Stop?
-            if declared > Int64(transfer.limit) {
-                over = .tooLarge(declared: declared)
-            } else if transfer.received > transfer.limit {
-                over = .tooLarge(declared: nil)
-            } else {
-                transfer.data.append(data)
-            }
-            transfers[ObjectIdentifier(dataTask)] = transfer
-            return over
+            // Mutated in place through the dictionary: a copy of the transfer taken out and put
+            // back would share its body's buffer, and each append would copy the whole body.
+            let identifier = ObjectIdentifier(dataTask)
+            guard let (limit, before) = transfers[identifier].map({ ($0.limit, $0.received) }) else { return nil }
+            let received = before + data.count
+            transfers[identifier]?.received = received
+            if declared > Int64(limit) { return .tooLarge(declared: declared) }
+            if received > limit { return .tooLarge(declared: nil) }
+            transfers[identifier]?.data.append(data)
+            return nil
         }
         if let over {
             stop(dataTask, because: over)
