@@ -21,21 +21,19 @@ struct CandidateSet<M: RemoteModel> {
         isolation: isolated (any Actor)? = #isolation
     ) throws(ServiceError) -> CandidateSet {
         let scratch = ModelContext()
-        var used = Set<ModelID>()
-        var assigned: [String: ModelID] = [:]
+        var ids = ModelIdAssignment(caller: caller)
         var candidates: [ModelID: RemoteRecord] = [:]
         var order: [(RemoteRecord, ModelID)] = []
         for (index, record) in (records + referenced.records).enumerated() {
-            let key = "\(record.id.collection)/\(record.id.id)"
-            guard assigned[key] == nil else { continue }
             let held =
-                index < records.count ? caller.model(M.self, objectId: record.id.id)?.modelId : Self.held(record, in: caller)
-            let id = held ?? Self.freeId(of: record, caller: caller, used: used)
-            used.insert(id)
-            assigned[key] = id
+                index < records.count
+                ? caller.model(M.self, objectId: record.id.id)?.modelId
+                : ModelIdAssignment.heldModel(for: record.id, in: caller)?.modelId
+            guard let id = ids.assign(record, held: held) else { continue }
             order.append((record, id))
             if index < records.count { candidates[id] = record }
         }
+        let assigned = ids.assigned
         if !order.isEmpty {
             var entries: [ModelValue] = []
             entries.reserveCapacity(order.count)
@@ -65,26 +63,6 @@ struct CandidateSet<M: RemoteModel> {
             }
         }
         return CandidateSet(context: scratch, candidates: candidates, assigned: assigned)
-    }
-
-    /// The id of the model the caller holds for a record of another type, if any.
-    private static func held(_ record: RemoteRecord, in caller: ModelContext) -> ModelID? {
-        guard let type = ModelRegistry.type(named: record.id.collection) else { return nil }
-        return held(type, record.id.id, caller)
-    }
-
-    private static func held<T: Model>(_ type: T.Type, _ objectId: String, _ caller: ModelContext) -> ModelID? {
-        caller.model(T.self, objectId: objectId)?.modelId
-    }
-
-    /// The record's own model id when no other model has it, else a new one.
-    private static func freeId(of record: RemoteRecord, caller: ModelContext, used: Set<ModelID>) -> ModelID {
-        if let text = record.fields["modelId"]?.stringValue, let id = ModelID(text), !used.contains(id),
-            caller.model(withId: id) == nil
-        {
-            return id
-        }
-        return ModelID(UUID())
     }
 
     /// Merges the records of `matches` (models of the scratch context) into `caller`, all or
