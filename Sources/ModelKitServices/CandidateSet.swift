@@ -37,10 +37,11 @@ struct CandidateSet<M: RemoteModel> {
         if !order.isEmpty {
             var entries: [ModelValue] = []
             entries.reserveCapacity(order.count)
+            var known = assigned
             for (record, id) in order {
                 entries.append(
                     try RecordCodec.entry(
-                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: assigned))
+                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: &known))
             }
             do {
                 _ = try M.instance(
@@ -71,13 +72,14 @@ struct CandidateSet<M: RemoteModel> {
         guard !matches.isEmpty else { return [] }
         var entries: [ModelValue] = []
         entries.reserveCapacity(matches.count)
+        var known = assigned
         for match in matches {
             guard let record = candidates[match.modelId] else {
                 throw ServiceError(.invalidResponse(expected: "a match among the candidates", found: "another model"))
             }
             entries.append(
                 try RecordCodec.entry(
-                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: assigned))
+                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: &known))
         }
         do {
             _ = try M.instance(from: .array(entries), in: caller, options: DeserializationOptions(danglingPointers: .placeholder))

@@ -25,12 +25,12 @@ enum FetchedGraph {
             guard let id = ids.assign(record, held: held?.modelId) else { continue }
             merged.append((record, id))
         }
-        let known = ids.assigned
+        var known = ids.assigned
         var entries: [ModelValue] = []
         entries.reserveCapacity(merged.count)
         for (record, id) in merged {
             entries.append(
-                try RecordCodec.entry(for: record, modelName: record.id.collection, modelId: id, context: context, known: known))
+                try RecordCodec.entry(for: record, modelName: record.id.collection, modelId: id, context: context, known: &known))
         }
         do {
             // The root comes first, as loading returns the first model as an M.

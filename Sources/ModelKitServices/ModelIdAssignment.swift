@@ -11,7 +11,7 @@ import ModelKit
 struct ModelIdAssignment {
     let caller: ModelContext
     /// Each assigned record's model id, by "model/objectId": the `known` ids of
-    /// ``RecordCodec/entry(for:modelName:modelId:context:known:)``.
+    /// `RecordCodec.entry(for:modelName:modelId:context:known:)`.
     private(set) var assigned: [String: ModelID] = [:]
     private var used = Set<ModelID>()
 
