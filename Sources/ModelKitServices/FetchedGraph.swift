@@ -34,7 +34,8 @@ enum FetchedGraph {
         }
         do {
             // The root comes first, as loading returns the first model as an M.
-            _ = try M.instance(from: .array(entries), in: context, options: DeserializationOptions(danglingPointers: .placeholder))
+            _ = try M.instance(
+                from: .array(entries), in: context, options: DeserializationOptions(danglingPointers: .placeholder))
         } catch {
             let index = (error as? SerializationError)?.modelIndex
             let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }

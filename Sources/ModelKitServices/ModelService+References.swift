@@ -52,9 +52,11 @@ extension ModelService {
             }
             level = []
             for (collection, ids) in wanted.sorted(by: { $0.key < $1.key }) {
-                // A pointer to an impossible collection fails when it is decoded; one to an
-                // impossible id names no record: it reads as none.
-                guard RecordCodec.isValidId(collection) else { continue }
+                // A pointer to an impossible collection, or to a type this app does not know as
+                // a remote model, fails when it is decoded, with that reason: no request for it.
+                // One to an impossible id names no record: it reads as none.
+                guard RecordCodec.isValidId(collection), ModelRegistry.type(named: collection) is any RemoteModel.Type
+                else { continue }
                 let valid = ids.filter(RecordCodec.isValidId)
                 result.missing.formUnion(ids.map { "\(collection)/\($0)" })
                 for offset in stride(from: 0, to: valid.count, by: 100) {
@@ -82,7 +84,7 @@ extension ModelService {
                 collection: collection, conditions: [RecordCondition(.recordId, .in, ids.map(ModelValue.string))])
             do throws(ServiceError) {
                 found = try await collect(request, maximumCandidates: walk.maximumRecords, tooMany: walk.tooMany)
-            } catch where error.code == .notSupported {
+            } catch let error where error.code == .notSupported {
                 canList = false
             }
         }
@@ -90,14 +92,15 @@ extension ModelService {
             for id in ids {
                 do throws(ServiceError) {
                     found.append(try await read(RecordID(collection: collection, id: id)))
-                } catch where error.code == .notFound {
+                } catch let error where error.code == .notFound {
                     continue
                 }
             }
         }
         for record in found where record.id.collection != collection || !asked.contains(record.id.id) {
             throw ServiceError(
-                .invalidResponse(expected: "records of \(collection) among the \(ids.count) ids asked for", found: "\(record.id)"),
+                .invalidResponse(
+                    expected: "records of \(collection) among the \(ids.count) ids asked for", found: "\(record.id)"),
                 record: record.id)
         }
         return found

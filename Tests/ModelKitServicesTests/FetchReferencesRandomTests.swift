@@ -9,7 +9,8 @@ import Testing
 /// stays a placeholder, what the references read and how many requests were sent must be what a
 /// breadth-first walk over the saved graph says.
 @Suite(
-    "Random fetches with references agree with a walk over the saved graph", .enabled(if: serviceTestsEnabled, serviceTestsSkipped),
+    "Random fetches with references agree with a walk over the saved graph",
+    .enabled(if: serviceTestsEnabled, serviceTestsSkipped),
     .timeLimit(.minutes(5)))
 struct FetchReferencesRandomTests {
     /// The saved graph, by "Type/objectId": each record's pointers in order, and which records
@@ -76,7 +77,8 @@ struct FetchReferencesRandomTests {
                 return article
             }
             for writer in writers {
-                writer.articles = ModelArray(Array(articles.shuffled(using: &random).prefix(Int.random(in: 0...4, using: &random))))
+                writer.articles = ModelArray(
+                    Array(articles.shuffled(using: &random).prefix(Int.random(in: 0...4, using: &random))))
             }
             let models: [any RemoteModel] = writers + articles
             for model in models { try await Self.save(model, service) }

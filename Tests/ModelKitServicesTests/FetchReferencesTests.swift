@@ -291,6 +291,18 @@ struct FetchReferencesTests {
         #expect(error?.description.contains("decodes as a Article") == true)
         #expect(ContextState(context, store: service) == state)
         #expect(root.age == 7 && a0.modelState == .needsData)
+
+        // A pointer to a type the app does not know: no request for it, and the reason.
+        let ghost = try await server.request(
+            "PUT", "/buckets/\(service.bucket)/collections/Article/records/\(bad)",
+            body: ["data": ["title": "a1", "author": ["__type": "ModelPointer", "model": "Ghost", "objectId": "g1"]]])
+        #expect(ghost.status == 200)
+        let before = service.metrics.requests
+        let unknown = await #expect(throws: ServiceError.self) { try await service.fetch(root, referenceDepth: Int.max) }
+        #expect(service.metrics.requests - before == 2)
+        #expect(unknown?.code == .invalidResponse && unknown?.record == RecordID(collection: "Article", id: bad))
+        #expect(unknown?.description.contains("a pointer to a registered model type") == true)
+        #expect(ContextState(context, store: service) == state)
     }
 
     @Test("A request failing mid-way, and records the server was not asked for, fail the fetch and change nothing")
