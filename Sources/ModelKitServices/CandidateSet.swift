@@ -21,28 +21,27 @@ struct CandidateSet<M: RemoteModel> {
         isolation: isolated (any Actor)? = #isolation
     ) throws(ServiceError) -> CandidateSet {
         let scratch = ModelContext()
-        var used = Set<ModelID>()
-        var assigned: [String: ModelID] = [:]
+        var ids = ModelIdAssignment(caller: caller)
         var candidates: [ModelID: RemoteRecord] = [:]
         var order: [(RemoteRecord, ModelID)] = []
         for (index, record) in (records + referenced.records).enumerated() {
-            let key = "\(record.id.collection)/\(record.id.id)"
-            guard assigned[key] == nil else { continue }
             let held =
-                index < records.count ? caller.model(M.self, objectId: record.id.id)?.modelId : Self.held(record, in: caller)
-            let id = held ?? Self.freeId(of: record, caller: caller, used: used)
-            used.insert(id)
-            assigned[key] = id
+                index < records.count
+                ? caller.model(M.self, objectId: record.id.id)?.modelId
+                : ModelIdAssignment.heldModel(for: record.id, in: caller)?.modelId
+            guard let id = ids.assign(record, held: held) else { continue }
             order.append((record, id))
             if index < records.count { candidates[id] = record }
         }
+        let assigned = ids.assigned
         if !order.isEmpty {
             var entries: [ModelValue] = []
             entries.reserveCapacity(order.count)
+            var known = assigned
             for (record, id) in order {
                 entries.append(
                     try RecordCodec.entry(
-                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: assigned))
+                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: &known))
             }
             do {
                 _ = try M.instance(
@@ -67,39 +66,20 @@ struct CandidateSet<M: RemoteModel> {
         return CandidateSet(context: scratch, candidates: candidates, assigned: assigned)
     }
 
-    /// The id of the model the caller holds for a record of another type, if any.
-    private static func held(_ record: RemoteRecord, in caller: ModelContext) -> ModelID? {
-        guard let type = ModelRegistry.type(named: record.id.collection) else { return nil }
-        return held(type, record.id.id, caller)
-    }
-
-    private static func held<T: Model>(_ type: T.Type, _ objectId: String, _ caller: ModelContext) -> ModelID? {
-        caller.model(T.self, objectId: objectId)?.modelId
-    }
-
-    /// The record's own model id when no other model has it, else a new one.
-    private static func freeId(of record: RemoteRecord, caller: ModelContext, used: Set<ModelID>) -> ModelID {
-        if let text = record.fields["modelId"]?.stringValue, let id = ModelID(text), !used.contains(id),
-            caller.model(withId: id) == nil
-        {
-            return id
-        }
-        return ModelID(UUID())
-    }
-
     /// Merges the records of `matches` (models of the scratch context) into `caller`, all or
     /// nothing, and returns the caller's models in the same order.
     func merge(_ matches: [M], into caller: ModelContext, versions: VersionTable) throws(ServiceError) -> [M] {
         guard !matches.isEmpty else { return [] }
         var entries: [ModelValue] = []
         entries.reserveCapacity(matches.count)
+        var known = assigned
         for match in matches {
             guard let record = candidates[match.modelId] else {
                 throw ServiceError(.invalidResponse(expected: "a match among the candidates", found: "another model"))
             }
             entries.append(
                 try RecordCodec.entry(
-                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: assigned))
+                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: &known))
         }
         do {
             _ = try M.instance(from: .array(entries), in: caller, options: DeserializationOptions(danglingPointers: .placeholder))

@@ -46,35 +46,65 @@ extension ModelService {
         plan.commit(results, versions: VersionTable.of(context, store: storeIdentifier))
     }
 
-    /// Fills `model` from its record on the server, in place: the instance the app holds is
-    /// updated (never duplicated), its changes are reset and its state is
-    /// ``ModelKit/ModelState/loaded``. References in the record become references to the
-    /// context's models with those object ids, or to new placeholders.
+    /// Fills `model` from its record on the server, in place, and with a `referenceDepth` the
+    /// models it references too: the instances the app holds are updated (never duplicated),
+    /// their changes are reset and their state is ``ModelKit/ModelState/loaded``. References in
+    /// the records become references to the context's models with those object ids, or to new
+    /// placeholders.
     ///
     /// Typically for a placeholder (`instance(objectId:)`, or the target of a reference), but it
     /// also refreshes a loaded model, replacing unsaved changes.
     ///
-    /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound`` when there is no such record,
-    ///   ``ServiceError/Code/invalidResponse`` when the record does not decode as the model. The
+    /// ```swift
+    /// let author = Author.instance(objectId: "001", in: context)
+    /// try await service.fetch(author, referenceDepth: 1)   // the author and their posts
+    /// ```
+    ///
+    /// With a depth of *d*, the models reachable from `model` in at most *d* references on the
+    /// server are fetched too (`Int.max`: every one); the references beyond stay placeholders.
+    /// They are read level by level, one request per collection per 100 records of a level, and
+    /// merged all at once, cycles included:
+    ///
+    /// - A referenced model the context holds with unsaved changes is left as it is (only
+    ///   `model` itself is refreshed whatever its changes), and a later save of it still checks
+    ///   for changes made on the server since the context last saw it.
+    /// - A reference to a record the server does not have reads as `nil` (a placeholder for it
+    ///   is removed from the context), as after a delete.
+    ///
+    /// - Parameters:
+    ///   - referenceDepth: How many references away from `model` to fetch: 0 (the default) for
+    ///     the model alone, `Int.max` for everything it reaches.
+    ///   - maximumRecords: How many records the fetch may decode at most, `model`'s included.
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound`` when there is no record for
+    ///   `model` (a missing referenced record is not an error), ``ServiceError/Code/queryTooBroad``
+    ///   when the references reach more than `maximumRecords` records,
+    ///   ``ServiceError/Code/invalidResponse`` when a record does not decode as its model or the
+    ///   server answers with records not asked for, and the network and server errors. The
     ///   context is then unchanged.
-    public func fetch<M: RemoteModel>(_ model: M, isolation: isolated (any Actor)? = #isolation) async throws(ServiceError) {
+    /// - Complexity: O(*r*) in the size of the records fetched, plus one request, and one per
+    ///   collection per level per 100 records of the level when `referenceDepth` is not 0 (one
+    ///   per record for a backend that cannot list records).
+    public func fetch<M: RemoteModel>(
+        _ model: M, referenceDepth: Int = 0, maximumRecords: Int = 100_000, isolation: isolated (any Actor)? = #isolation
+    ) async throws(ServiceError) {
         let context = try Self.context(of: model)
         let id = try Self.recordId(of: model)
+        let tooMany = ServiceError(.tooManyReferences(maximum: maximumRecords), record: id)
+        guard maximumRecords >= 1 else { throw tooMany }
         let record = try await read(id)
         guard record.id == id else {
             throw ServiceError(.invalidResponse(expected: "the record \(id)", found: "the record \(record.id)"), record: id)
         }
-        // The model may have left its context while the request was in flight.
+        let walk = ReferenceWalk(depth: max(referenceDepth, 0), fields: nil, maximumRecords: maximumRecords, tooMany: tooMany)
+        let referenced = try await referencedRecords(of: [record], walk: walk)
+        // The model may have left its context while the requests were in flight. Everything
+        // else is decided from here on, with no suspension before the merge.
         guard model.modelContext === context else {
             throw ServiceError(.invalidModel(expected: "a model in a context", found: "a model removed meanwhile"), record: id)
         }
-        let entry = try RecordCodec.entry(for: record, modelName: M.modelName, modelId: model.modelId, context: context)
-        do {
-            _ = try M.instance(from: entry, in: context, options: DeserializationOptions(danglingPointers: .placeholder))
-        } catch {
-            throw ServiceError(.invalidResponse(expected: "a record that decodes as a \(M.modelName)", found: "\(error)"), record: id)
-        }
-        VersionTable.of(context, store: storeIdentifier).versions[model.modelId] = record.version
+        try FetchedGraph.merge(
+            root: model, record: record, referenced: referenced, into: context,
+            versions: VersionTable.of(context, store: storeIdentifier))
     }
 
     /// Deletes `model`'s record on the server (with its last seen version as a precondition, when

@@ -22,7 +22,7 @@ extension ModelService {
     /// returns, with the records the conditions reach through references. The results are those
     /// the same query gives locally over the server's records. Models of the context that are not
     /// on the server are not results; a result's unsaved changes are replaced by the server's
-    /// values, as by ``fetch(_:isolation:)``.
+    /// values, as by ``fetch(_:referenceDepth:maximumRecords:isolation:)``.
     ///
     /// - Parameter maximumCandidates: How many candidate records the query may decode at most
     ///   (those the server returns, and the records they reference).
@@ -120,37 +120,11 @@ extension ModelService {
         }
     }
 
-    /// Every record of `request`, page after page, without duplicates.
+    /// Every record of `request` (see ``collect(_:maximumCandidates:tooMany:)``), with the query's
+    /// error beyond `maximumCandidates`.
     private func collect(_ request: RecordListRequest, maximumCandidates: Int) async throws(ServiceError) -> [RemoteRecord] {
-        var records: [RemoteRecord] = []
-        var seen = Set<String>()
-        var cursor: RecordCursor?
-        var emptyPages = 0
-        repeat {
-            let page = try await listRecords(request, after: cursor)
-            for record in page.records where seen.insert(record.id.id).inserted {
-                guard record.id.collection == request.collection else {
-                    throw ServiceError(
-                        .invalidResponse(
-                            expected: "records of \(request.collection)", found: "a record of \(record.id.collection)"),
-                        record: record.id)
-                }
-                records.append(record)
-            }
-            if let limit = request.limit, records.count >= limit {
-                records.removeLast(records.count - limit)
-                break
-            }
-            guard records.count <= maximumCandidates else { throw ServiceError(.queryTooBroad(maximum: maximumCandidates)) }
-            // A server that keeps answering empty pages with a next one would never end.
-            emptyPages = page.records.isEmpty ? emptyPages + 1 : 0
-            guard emptyPages < 8 else {
-                throw ServiceError(
-                    .invalidResponse(expected: "records or the last page", found: "\(emptyPages) empty pages in a row"))
-            }
-            cursor = page.next
-        } while cursor != nil
-        return records
+        try await collect(
+            request, maximumCandidates: maximumCandidates, tooMany: ServiceError(.queryTooBroad(maximum: maximumCandidates)))
     }
 
     /// The records that the candidates reference through the fields the plan follows, hop after
@@ -158,60 +132,12 @@ extension ModelService {
     private func referencedRecords(of candidates: [RemoteRecord], plan: RemoteQueryPlan, maximumCandidates: Int)
         async throws(ServiceError) -> ReferencedRecords
     {
-        var result = ReferencedRecords()
-        guard plan.followedDepth != 0, !candidates.isEmpty else { return result }
-        var known = Set(candidates.map { "\($0.id.collection)/\($0.id.id)" })
-        var level = candidates
-        var hops = 0
-        while !level.isEmpty, plan.followedDepth.map({ hops < $0 }) ?? true {
-            hops += 1
-            var wanted: [String: [String]] = [:]
-            for record in level {
-                for (key, value) in record.fields where plan.followedDepth == nil || plan.followedFields.contains(key) {
-                    Self.pointers(in: value) { model, objectId in
-                        guard known.insert("\(model)/\(objectId)").inserted else { return }
-                        wanted[model, default: []].append(objectId)
-                    }
-                }
-            }
-            level = []
-            for (collection, ids) in wanted.sorted(by: { $0.key < $1.key }) {
-                guard RecordCodec.isValidId(collection) else { continue }
-                let valid = ids.filter(RecordCodec.isValidId)
-                result.missing.formUnion(ids.map { "\(collection)/\($0)" })
-                for start in stride(from: 0, to: valid.count, by: 100) {
-                    let chunk = Array(valid[start..<min(start + 100, valid.count)])
-                    let request = RecordListRequest(
-                        collection: collection, conditions: [RecordCondition(.recordId, .in, chunk.map(ModelValue.string))])
-                    let found = try await collect(request, maximumCandidates: maximumCandidates)
-                    for record in found { result.missing.remove("\(collection)/\(record.id.id)") }
-                    level += found
-                    result.records += found
-                    guard candidates.count + result.records.count <= maximumCandidates else {
-                        throw ServiceError(.queryTooBroad(maximum: maximumCandidates))
-                    }
-                }
-            }
-        }
-        return result
-    }
-
-    /// Calls `body` with the model name and object id of each pointer in `value`.
-    private static func pointers(in value: ModelValue, _ body: (String, String) -> Void) {
-        switch value {
-        case .array(let elements):
-            for element in elements { pointers(in: element, body) }
-        case .object(let object):
-            if object["__type"] == "ModelPointer" {
-                if let model = object["model"]?.stringValue, let objectId = object["objectId"]?.stringValue {
-                    body(model, objectId)
-                }
-            } else {
-                for (_, element) in object { pointers(in: element, body) }
-            }
-        default:
-            break
-        }
+        // Without a bound on the hops (a condition on a key path through a cycle), every field
+        // is followed.
+        let walk = ReferenceWalk(
+            depth: plan.followedDepth, fields: plan.followedDepth == nil ? nil : plan.followedFields,
+            maximumRecords: maximumCandidates, tooMany: ServiceError(.queryTooBroad(maximum: maximumCandidates)))
+        return try await referencedRecords(of: candidates, walk: walk)
     }
 
     /// Whether each candidate would keep the model id its record holds in `context` (ties of a
@@ -223,11 +149,4 @@ extension ModelService {
             return context.model(withId: id) == nil
         }
     }
-}
-
-/// The records that candidates reference, and the pointers to records the server does not have.
-struct ReferencedRecords {
-    var records: [RemoteRecord] = []
-    /// "model/objectId" of records looked for and not found: references to them read as none.
-    var missing: Set<String> = []
 }

@@ -80,8 +80,8 @@ public enum RecordWriteResult: Sendable {
 ///
 /// It only sees `Sendable` values (record ids, fields as ``ModelKit/ModelValue``, versions), so
 /// it runs off the caller's actor. The model-level operations (``save(_:isolation:)``,
-/// ``fetch(_:isolation:)``, ``delete(_:isolation:)``) are written once, on top of these two calls,
-/// and run in the caller's isolation domain, where the models live.
+/// ``fetch(_:referenceDepth:maximumRecords:isolation:)``, ``delete(_:isolation:)``) are written
+/// once, on top of these calls, and run in the caller's isolation domain, where the models live.
 public protocol ModelService: AnyObject, Sendable {
     /// Names the store the records live in: two services with the same identifier see the same
     /// records (the same server, bucket and user), so they share the versions a context keeps.

@@ -96,16 +96,19 @@ enum RecordCodec {
     /// in the context, or a fresh one (loading makes a placeholder for it).
     ///
     /// `known` gives the model ids of records decoded together with this one ("model/objectId"
-    /// keys), for pointers to records the context does not hold yet.
+    /// keys), for pointers to records the context does not hold yet; the fresh ids given to
+    /// other pointers are added to it, so that every record of a batch that points to the same
+    /// missing model points to one placeholder.
     static func entry(
         for record: RemoteRecord, modelName: String, modelId: ModelID, context: ModelContext,
-        known: [String: ModelID] = [:]
+        known: inout [String: ModelID]
     ) throws(ServiceError) -> ModelValue {
         var resolver = PointerResolver(context: context, record: record.id, known: known)
         var properties: [(String, ModelValue)] = []
         for (key, value) in record.fields where !serverFields.contains(key) && !headerFields.contains(key) {
             properties.append((key, try resolver.incoming(value)))
         }
+        known = resolver.known
         var pairs: [(String, ModelValue)] = [
             ("model", .string(modelName)), ("modelId", .string(modelId.description)), ("objectId", .string(record.id.id)),
         ]
@@ -121,11 +124,10 @@ enum RecordCodec {
 private struct PointerResolver {
     let context: ModelContext
     let record: RecordID
-    /// Fresh ids for targets the context does not hold, by "model/objectId", so that two pointers
-    /// to one record become one placeholder.
-    var fresh: [String: ModelID] = [:]
-    /// Model ids of records decoded in the same batch, by "model/objectId".
-    let known: [String: ModelID]
+    /// Model ids of records decoded in the same batch, and fresh ids for targets that neither
+    /// the batch nor the context holds, by "model/objectId", so that pointers to one record
+    /// become one placeholder.
+    var known: [String: ModelID]
 
     init(context: ModelContext, record: RecordID, known: [String: ModelID]) {
         self.context = context
@@ -154,7 +156,7 @@ private struct PointerResolver {
                         record: record)
                 }
                 let key = "\(model)/\(objectId)"
-                let id = existingId(of: type, objectId: objectId) ?? known[key] ?? freshId(key)
+                let id = existingId(of: type, objectId: objectId) ?? freshId(key)
                 return [
                     "__type": "ModelPointer", "model": .string(model), "modelId": .string(id.description),
                     "objectId": .string(objectId),
@@ -173,9 +175,9 @@ private struct PointerResolver {
     }
 
     private mutating func freshId(_ key: String) -> ModelID {
-        if let id = fresh[key] { return id }
+        if let id = known[key] { return id }
         let id = ModelID(UUID())
-        fresh[key] = id
+        known[key] = id
         return id
     }
 }

@@ -22,21 +22,27 @@ extension RemoteModel {
         try await ModelServices.resolve(service).save(self)
     }
 
-    /// Fills the model from its record, in place, through `service` or else
-    /// ``ModelServices/default``: the same as `service.fetch(self)`.
+    /// Fills the model from its record, in place, and with a `referenceDepth` the models it
+    /// references too, through `service` or else ``ModelServices/default``: the same as
+    /// `service.fetch(self, referenceDepth: referenceDepth)`.
     ///
     /// ```swift
     /// let author = Author.instance(objectId: "001", in: context)
     /// if author.modelState == .needsData { try await author.fetch() }
+    /// try await author.fetch(referenceDepth: 1)     // and the posts it references
     /// ```
     ///
+    /// - Parameter referenceDepth: How many references away to fetch: 0 (the default) for the
+    ///   model alone, `Int.max` for everything it reaches (see
+    ///   ``ModelService/fetch(_:referenceDepth:maximumRecords:isolation:)``).
     /// - Throws: ``ServiceError``: ``ServiceError/Code/notConfigured`` when there is no service,
-    ///   and what ``ModelService/fetch(_:isolation:)`` throws.
-    /// - Complexity: O(*p*) in the record's size, plus one request.
-    public func fetch(using service: (any ModelService)? = nil, isolation: isolated (any Actor)? = #isolation)
-        async throws(ServiceError)
-    {
-        try await ModelServices.resolve(service).fetch(self)
+    ///   and what ``ModelService/fetch(_:referenceDepth:maximumRecords:isolation:)`` throws.
+    /// - Complexity: O(*p*) in the records' size, plus one request, and one per collection per
+    ///   level of references per 100 records.
+    public func fetch(
+        referenceDepth: Int = 0, using service: (any ModelService)? = nil, isolation: isolated (any Actor)? = #isolation
+    ) async throws(ServiceError) {
+        try await ModelServices.resolve(service).fetch(self, referenceDepth: referenceDepth)
     }
 
     /// Deletes the model's record, then removes the model from its context, through `service` or
@@ -78,20 +84,24 @@ extension RemoteModel {
         Self.inBackground(completion) { () throws(ServiceError) in try await self.save(using: service) }
     }
 
-    /// Fetches the model in a task on the main actor and calls `completion` there with the
-    /// outcome (the seed's `fetchInBackground:`).
+    /// Fetches the model, and with a `referenceDepth` the models it references, in a task on
+    /// the main actor and calls `completion` there with the outcome (the seed's
+    /// `fetchInBackground:`).
     ///
     /// ```swift
     /// author.fetchInBackground { _ in reloadView() }
+    /// blog.fetchInBackground(referenceDepth: 2) { _ in reloadView() }
     /// ```
     ///
-    /// - Complexity: as ``fetch(using:isolation:)``; the call itself returns at once.
+    /// - Complexity: as ``fetch(referenceDepth:using:isolation:)``; the call itself returns at once.
     @MainActor
     public func fetchInBackground(
-        using service: (any ModelService)? = nil,
+        referenceDepth: Int = 0, using service: (any ModelService)? = nil,
         completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
     ) {
-        Self.inBackground(completion) { () throws(ServiceError) in try await self.fetch(using: service) }
+        Self.inBackground(completion) { () throws(ServiceError) in
+            try await self.fetch(referenceDepth: referenceDepth, using: service)
+        }
     }
 
     /// Deletes the model in a task on the main actor and calls `completion` there with the

@@ -50,8 +50,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         /// The query cannot run: an unknown key, or a value of a kind the property cannot hold
         /// (the ``ModelKit/QueryError`` running it locally gives, in the description).
         case invalidQuery
-        /// A query would decode more candidate records than its `maximumCandidates` allows:
-        /// narrow it with conditions the server evaluates.
+        /// A query would decode more candidate records than its `maximumCandidates` allows
+        /// (narrow it with conditions the server evaluates), or a fetch's references reach more
+        /// records than its `maximumRecords` allows (fetch with a smaller `referenceDepth`).
         case queryTooBroad
     }
 
@@ -76,6 +77,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notConfigured
         case invalidQuery(String)
         case queryTooBroad(maximum: Int)
+        case tooManyReferences(maximum: Int)
     }
 
     let kind: Kind
@@ -110,7 +112,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .credentialStoreFailed: .credentialStoreFailed
         case .notConfigured: .notConfigured
         case .invalidQuery: .invalidQuery
-        case .queryTooBroad: .queryTooBroad
+        case .queryTooBroad, .tooManyReferences: .queryTooBroad
         }
     }
 
@@ -198,6 +200,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .queryTooBroad(let maximum):
             return "expected at most \(maximum) candidate records\(subject) but found more: "
                 + "narrow the query with conditions the server evaluates"
+        case .tooManyReferences(let maximum):
+            return "expected the fetch\(subject) to reach at most \(maximum) records with its references but found more: "
+                + "fetch with a smaller referenceDepth or a larger maximumRecords"
         }
     }
 }

@@ -1,0 +1,57 @@
+import Foundation
+import ModelKit
+
+/// Merges a fetched record and the records it references into the caller's context, all or
+/// nothing, in one deserialization: the models the context holds (by object id) are updated in
+/// place, the others are added, and pointers between them (cycles included) name the right
+/// models because every model id is decided first (``ModelIdAssignment``).
+///
+/// - The root is always refreshed, its unsaved changes replaced (as a fetch of it alone does).
+/// - A referenced model with unsaved changes is left as it is, and its version in the context is
+///   not touched, so that saving it later still checks for changes made on the server meanwhile.
+/// - A placeholder (without changes) for a record looked for and not found is removed from the
+///   context, so that references to it read as none, as after a delete. A loaded model whose
+///   record is gone is left alone.
+enum FetchedGraph {
+    static func merge<M: RemoteModel>(
+        root: M, record: RemoteRecord, referenced: ReferencedRecords, into context: ModelContext, versions: VersionTable
+    ) throws(ServiceError) {
+        var ids = ModelIdAssignment(caller: context)
+        _ = ids.assign(record, held: root.modelId)
+        var merged: [(record: RemoteRecord, modelId: ModelID)] = [(record, root.modelId)]
+        for record in referenced.records {
+            let held = ModelIdAssignment.heldModel(for: record.id, in: context)
+            if let held, held.hasChanges { continue }
+            guard let id = ids.assign(record, held: held?.modelId) else { continue }
+            merged.append((record, id))
+        }
+        var known = ids.assigned
+        var entries: [ModelValue] = []
+        entries.reserveCapacity(merged.count)
+        for (record, id) in merged {
+            entries.append(
+                try RecordCodec.entry(for: record, modelName: record.id.collection, modelId: id, context: context, known: &known))
+        }
+        do {
+            // The root comes first, as loading returns the first model as an M.
+            _ = try M.instance(
+                from: .array(entries), in: context, options: DeserializationOptions(danglingPointers: .placeholder))
+        } catch {
+            let index = (error as? SerializationError)?.modelIndex
+            let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }
+            let name = failed?.collection ?? M.modelName
+            throw ServiceError(
+                .invalidResponse(expected: "a record that decodes as a \(name)", found: "\(error)"), record: failed ?? record.id)
+        }
+        for (record, id) in merged { versions.versions[id] = record.version }
+        // Nothing can fail from here on: the merge is done.
+        for key in referenced.missing {
+            guard let slash = key.firstIndex(of: "/") else { continue }
+            let id = RecordID(collection: String(key[..<slash]), id: String(key[key.index(after: slash)...]))
+            guard let model = ModelIdAssignment.heldModel(for: id, in: context), model.modelState == .needsData,
+                !model.hasChanges
+            else { continue }
+            model.removeFromContext()
+        }
+    }
+}
