@@ -103,12 +103,15 @@ enum RecordCodec {
         for record: RemoteRecord, modelName: String, modelId: ModelID, context: ModelContext,
         known: inout [String: ModelID]
     ) throws(ServiceError) -> ModelValue {
-        var resolver = PointerResolver(context: context, record: record.id, known: known)
+        // The table moves into the resolver and back, never copied: a copy per record would
+        // make a batch of n records cost O(n²).
+        var resolver = PointerResolver(context: context, record: record.id, known: [:])
+        swap(&known, &resolver.known)
+        defer { swap(&known, &resolver.known) }
         var properties: [(String, ModelValue)] = []
         for (key, value) in record.fields where !serverFields.contains(key) && !headerFields.contains(key) {
             properties.append((key, try resolver.incoming(value)))
         }
-        known = resolver.known
         var pairs: [(String, ModelValue)] = [
             ("model", .string(modelName)), ("modelId", .string(modelId.description)), ("objectId", .string(record.id.id)),
         ]
