@@ -188,7 +188,9 @@ final class RelationshipTable: @unchecked Sendable {
     /// The current snapshot, retained for ever (old ones too: a reader may still use one, and
     /// there is one per model type).
     private static let current = Atomic<UInt>(UInt(bitPattern: Unmanaged.passRetained(Snapshot([:])).toOpaque()))
-    private static let building = Locked(0)
+    /// The snapshots replaced so far, held so that they stay reachable (a leak checker would
+    /// report them otherwise); also the lock that builders take.
+    private static let retired = Locked([Snapshot]())
 
     /// The table of `M`, or `nil` when it declares no relationship.
     @inline(__always)
@@ -227,7 +229,7 @@ final class RelationshipTable: @unchecked Sendable {
                     Data("ModelKit warning: \(problem.description); the relationship keeps no inverse\n".utf8))
             }
         }
-        building.withLock { _ in
+        retired.withLock { retired in
             let raw = current.load(ordering: .acquiring)
             let old = Unmanaged<Snapshot>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).takeUnretainedValue()
             if let known = old.tables[ObjectIdentifier(M.self)] {
@@ -236,6 +238,7 @@ final class RelationshipTable: @unchecked Sendable {
             }
             var tables = old.tables
             tables[ObjectIdentifier(M.self)] = .some(table)
+            retired.append(old)
             current.store(UInt(bitPattern: Unmanaged.passRetained(Snapshot(tables)).toOpaque()), ordering: .releasing)
         }
         return table
