@@ -167,19 +167,24 @@ final class HTTPClient: Sendable {
             // idle timeout, a restart, a proxy), libcurl sends the request again on a new one,
             // but swift-corelibs-foundation cannot send a body twice, so the task hangs until
             // the time limit instead of failing or succeeding. Requests without a body are sent
-            // again whole, and keep using the shared session's connections.
+            // again whole, and keep using the shared session's connections. (That resend is
+            // libcurl's own: it is not counted in the metrics, and it would repeat a request
+            // without a body that is not idempotent; every such request ModelKit sends is.)
             let ownConnection = request.body != nil
             let session: URLSession
+            let task: URLSessionDataTask
             if ownConnection {
                 urlRequest.setValue("close", forHTTPHeaderField: "Connection")
                 session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+                task = session.dataTask(with: urlRequest)
             } else {
-                session = self.session.withLock { $0 }
+                // Made under the lock: a session that ``retire(_:)`` replaced is invalidated,
+                // and making a task in it traps in swift-corelibs-foundation.
+                (session, task) = self.session.withLock { ($0, $0.dataTask(with: urlRequest)) }
             }
         #else
-            let session = session.withLock { $0 }
+            let task = session.withLock { $0.dataTask(with: urlRequest) }
         #endif
-        let task = session.dataTask(with: urlRequest)
         let box = TaskBox(task)
         counters.requests.add(1, ordering: .relaxed)
         counters.bytesSent.add(request.body?.count ?? 0, ordering: .relaxed)
@@ -247,18 +252,17 @@ final class HTTPClient: Sendable {
         /// and swift-corelibs-foundation spends about as much processor time as a request on a
         /// new connection takes (measured: 8 ms per request, against 0.9 ms on a kept-alive
         /// connection, for a 10 ms request to a local server).
+        ///
+        /// Requests already running in the old session go on there (a transfer the client
+        /// stopped may still be read to its end meanwhile; what it reads is dropped). Tasks are
+        /// made under the same lock, so none is made in the old session once it is invalidated.
         private func retire(_ used: URLSession) {
-            let fresh = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
             let replaced = session.withLock { current -> Bool in
                 guard current === used else { return false }
-                current = fresh
+                current = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
                 return true
             }
-            if replaced {
-                used.finishTasksAndInvalidate()
-            } else {
-                fresh.finishTasksAndInvalidate()
-            }
+            if replaced { used.finishTasksAndInvalidate() }
         }
     #endif
 

@@ -180,8 +180,9 @@ struct FaultTests {
         let loaded = try #require(saved.articles.first)
         let again = ContextState(context, store: rig.service)
         // A GET goes on a kept-alive connection, and libcurl sends it once more by itself when
-        // such a connection drops it: more drops than attempts make every attempt fail.
-        try await rig.proxy.inject([["match": "GET /v1/buckets", "action": "drop", "times": 6]])
+        // such a connection drops it: the first attempt takes two drops. The retries go on new
+        // connections (the client replaces a session whose transfer failed), one drop each.
+        try await rig.proxy.inject([["match": "GET /v1/buckets", "action": "drop", "times": 4]])
         let fetchError = await #expect(throws: ServiceError.self) { try await rig.service.fetch(placeholder) }
         #expect(fetchError?.code == .unreachable)
         #expect(ContextState(context, store: rig.service) == again)
@@ -209,6 +210,41 @@ struct FaultTests {
         #expect(copy.modelState == .loaded)
         #expect(copy.name == "Ann")
         #expect(try await rig.proxy.count("GET /v1/buckets") == 2)
+    }
+
+    @Test("Reads running side by side while some of them fail share the session safely: each ends, read or typed")
+    func concurrentReadsWhileSessionsAreReplaced() async throws {
+        let rig = try await Self.rig(retry: RetryPolicy(maximumAttempts: 3, delay: .milliseconds(10)))
+        defer { rig.proxy.stop() }
+        let (source, saved) = try await Self.savedGraph(on: rig.direct)
+        defer { withExtendedLifetime(source) {} }
+        let id = RecordID(collection: Writer.modelName, id: try #require(saved.objectId))
+        // Each failed transfer makes the client replace its shared session while other reads
+        // are taking tasks from it.
+        let faults = 12
+        try await rig.proxy.inject(
+            .array((0..<faults).map { index in ["match": "GET /v1/buckets", "action": index % 2 == 0 ? "drop" : "cut"] }))
+        let service = rig.service
+        let outcomes = try await withThrowingTaskGroup(of: ServiceError.Code?.self) { group in
+            for _ in 0..<48 {
+                group.addTask {
+                    do throws(ServiceError) {
+                        let record = try await service.read(id)
+                        return record.id == id ? nil : .notFound
+                    } catch {
+                        return error.code
+                    }
+                }
+            }
+            var outcomes: [ServiceError.Code?] = []
+            for try await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(outcomes.count == 48)
+        // Every read ends: read, or unreachable after its attempts; never timed out or hung.
+        let read = outcomes.count { $0 == ServiceError.Code?.none }
+        #expect(outcomes.allSatisfy { $0 == nil || $0 == .unreachable })
+        #expect(read >= 48 - faults)
     }
 
     @Test(

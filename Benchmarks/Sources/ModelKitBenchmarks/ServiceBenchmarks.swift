@@ -248,9 +248,10 @@ func processCPUSeconds() -> Double {
 
 /// The CPU time so far of this process's threads other than libdispatch's overcommit threads:
 /// the main thread and the pool that runs Swift tasks, where the subjects' own code runs
-/// (planning, encoding, decoding, merging), but not the serial queues where
-/// swift-corelibs-foundation's URLSession drives libcurl and waits on sockets. Linux only (from
-/// `/proc/self/task`), in clock ticks (10 ms); a thread that exits meanwhile takes its time with it.
+/// (planning, encoding, decoding, merging) and also URLSession's delegate callbacks, but not the
+/// serial queues where swift-corelibs-foundation's URLSession drives libcurl and waits on
+/// sockets. Linux only (from `/proc/self/task`), in clock ticks (10 ms); a thread that exits
+/// meanwhile takes its time with it.
 func taskThreadsCPUSeconds() -> Double? {
     #if os(Linux)
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
@@ -385,7 +386,8 @@ extension Report {
         }
         lines.append("  ratio = subject seconds / ModelKit seconds; bytes are HTTP bodies (headers not counted)")
         lines.append(
-            "  CPU = the whole process (URLSession included); tasks = the threads running Swift tasks (the subject's own code)")
+            "  CPU = the whole process; tasks = threads other than libdispatch's overcommit ones (Swift tasks and URLSession's "
+                + "delegate callbacks, not libcurl's I/O)")
         for note in notes { lines.append("  " + note) }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -231,14 +231,16 @@ final class RelationshipTable: @unchecked Sendable {
         }
         retired.withLock { retired in
             let raw = current.load(ordering: .acquiring)
-            let old = Unmanaged<Snapshot>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!).takeUnretainedValue()
+            let unmanaged = Unmanaged<Snapshot>.fromOpaque(UnsafeRawPointer(bitPattern: raw)!)
+            let old = unmanaged.takeUnretainedValue()
             if let known = old.tables[ObjectIdentifier(M.self)] {
                 table = known
                 return
             }
             var tables = old.tables
             tables[ObjectIdentifier(M.self)] = .some(table)
-            retired.append(old)
+            // The list takes over the reference the atomic held.
+            retired.append(unmanaged.takeRetainedValue())
             current.store(UInt(bitPattern: Unmanaged.passRetained(Snapshot(tables)).toOpaque()), ordering: .releasing)
         }
         return table
