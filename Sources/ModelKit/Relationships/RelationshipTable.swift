@@ -5,6 +5,8 @@ import Synchronization
 // Unchecked: metatypes and key paths are immutable (metatypes are not `Sendable` before Swift 6.2).
 struct RelationshipDeclaration: @unchecked Sendable {
     /// The other side, as the declaration names it.
+    // Unchecked: every stored property is a `let`; `AnyKeyPath` is an immutable class not marked
+    // `Sendable`, and metatypes are not `Sendable` before Swift 6.2.
     struct Inverse: @unchecked Sendable {
         /// The type that declares the inverse field (the declaring field's target).
         let declaringType: any Model.Type
@@ -88,7 +90,7 @@ enum RelationshipProbe {
     }
 
     /// A field a type declares, where it is.
-    struct Found: @unchecked Sendable {
+    struct Found: Sendable {
         let declaration: RelationshipDeclaration
         let offset: Int
         let name: String
@@ -180,7 +182,7 @@ final class RelationshipTable: @unchecked Sendable {
 
     /// An immutable map from type to table, replaced as a whole when a type is added, so that
     /// looking a type up takes no lock: it is on the slow path of every write.
-    private final class Snapshot: @unchecked Sendable {
+    private final class Snapshot: Sendable {
         let tables: [ObjectIdentifier: RelationshipTable?]
         init(_ tables: [ObjectIdentifier: RelationshipTable?]) { self.tables = tables }
     }
