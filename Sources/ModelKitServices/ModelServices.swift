@@ -32,4 +32,20 @@ public enum ModelServices {
         if let service = Self.default { return service }
         throw ServiceError(.notConfigured)
     }
+
+    /// Runs `operation` in a main-actor task and hands its outcome to `completion` there: the
+    /// seed's `…InBackground` calls, for models and users.
+    @MainActor
+    static func report<T>(
+        to completion: @escaping @MainActor (Result<T, ServiceError>) -> Void,
+        _ operation: @escaping @MainActor () async throws(ServiceError) -> T
+    ) {
+        Task { @MainActor in
+            do throws(ServiceError) {
+                completion(.success(try await operation()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 }

@@ -81,7 +81,7 @@ extension RemoteModel {
         using service: (any ModelService)? = nil,
         completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
     ) {
-        Self.inBackground(completion) { () throws(ServiceError) in try await self.save(using: service) }
+        ModelServices.report(to: completion) { () throws(ServiceError) in try await self.save(using: service) }
     }
 
     /// Fetches the model, and with a `referenceDepth` the models it references, in a task on
@@ -99,7 +99,7 @@ extension RemoteModel {
         referenceDepth: Int = 0, using service: (any ModelService)? = nil,
         completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
     ) {
-        Self.inBackground(completion) { () throws(ServiceError) in
+        ModelServices.report(to: completion) { () throws(ServiceError) in
             try await self.fetch(referenceDepth: referenceDepth, using: service)
         }
     }
@@ -117,22 +117,6 @@ extension RemoteModel {
         using service: (any ModelService)? = nil,
         completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
     ) {
-        Self.inBackground(completion) { () throws(ServiceError) in try await self.delete(using: service) }
-    }
-
-    /// Runs `operation` in a main-actor task and hands its outcome to `completion`.
-    @MainActor
-    private static func inBackground(
-        _ completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void,
-        _ operation: @escaping @MainActor () async throws(ServiceError) -> Void
-    ) {
-        Task { @MainActor in
-            do throws(ServiceError) {
-                try await operation()
-                completion(.success(()))
-            } catch {
-                completion(.failure(error))
-            }
-        }
+        ModelServices.report(to: completion) { () throws(ServiceError) in try await self.delete(using: service) }
     }
 }

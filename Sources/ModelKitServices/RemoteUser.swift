@@ -181,7 +181,7 @@ extension RemoteUser {
         username: String, password: String, using service: (any UserService)? = nil,
         completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
     ) {
-        Self.report(to: completion) { () throws(ServiceError) in
+        ModelServices.report(to: completion) { () throws(ServiceError) in
             try await self.signUp(username: username, password: password, using: service)
         }
     }
@@ -202,7 +202,7 @@ extension RemoteUser {
         username: String, password: String, using service: (any UserService)? = nil,
         completion: @escaping @MainActor (Result<Self, ServiceError>) -> Void
     ) {
-        report(to: completion) { () throws(ServiceError) in
+        ModelServices.report(to: completion) { () throws(ServiceError) in
             try await logIn(username: username, password: password, in: .current, using: service)
         }
     }
@@ -216,25 +216,11 @@ extension RemoteUser {
         email: String, using service: (any UserService)? = nil,
         completion: @escaping @MainActor (Result<Void, ServiceError>) -> Void = { _ in }
     ) {
-        report(to: completion) { () throws(ServiceError) in
+        ModelServices.report(to: completion) { () throws(ServiceError) in
             try await requestPasswordReset(email: email, using: service)
         }
     }
 
-    /// Runs `operation` in a main-actor task and hands its outcome to `completion`.
-    @MainActor
-    private static func report<T>(
-        to completion: @escaping @MainActor (Result<T, ServiceError>) -> Void,
-        _ operation: @escaping @MainActor () async throws(ServiceError) -> T
-    ) {
-        Task { @MainActor in
-            do throws(ServiceError) {
-                completion(.success(try await operation()))
-            } catch {
-                completion(.failure(error))
-            }
-        }
-    }
 }
 
 extension ModelServices {
