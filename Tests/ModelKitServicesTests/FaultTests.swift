@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 @testable import ModelKitServices
 
@@ -662,19 +663,5 @@ struct RetryPolicyTests {
         #expect(down.code == .serverError && down.description.contains("maintenance"))
         let odd = KintoService.failure(status: 418, body: Data("not json".utf8), headers: [:])
         #expect(odd.code == .httpStatus && odd.statusCode == 418)
-    }
-}
-
-/// A small seedable generator (SplitMix64), so that a failing random run can be repeated with
-/// MODELKIT_FAULT_SEED.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

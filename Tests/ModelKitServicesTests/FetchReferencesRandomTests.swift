@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 @testable import ModelKitServices
 
@@ -59,7 +60,7 @@ struct FetchReferencesRandomTests {
     @Test("Loaded models, placeholders, references and request counts match a breadth-first walk")
     func randomGraphs() async throws {
         let seed = ProcessInfo.processInfo.environment["MODELKIT_FETCH_SEED"].flatMap { UInt64($0) } ?? 0xF37C_2026
-        var random = SeededGenerator(state: seed)
+        var random = SplitMix64(seed: seed)
         let service = try await KintoServer.freshService()
         let server = try await KintoServer.shared.value
         var fetches = 0

@@ -1,24 +1,9 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 @testable import ModelKitServices
-
-/// A small seeded generator (SplitMix64), so a failing run can be repeated with its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &self)] }
-    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
-}
 
 /// The same random queries run on the server and locally, over the same random models: the
 /// answers must be the same models in the same order.
@@ -40,7 +25,7 @@ struct RemoteQueryRandomTests {
     @Test("Random filters, orders and windows give the same models in the same order both ways")
     func randomQueries() async throws {
         let seed = ProcessInfo.processInfo.environment["MODELKIT_QUERY_SEED"].flatMap { UInt64($0) } ?? 0x5EED_2026
-        var random = SeededGenerator(state: seed)
+        var random = SplitMix64(seed: seed)
         let service = try await queryService(pageSize: 150)
         let context = ModelContext()
         try await Self.populate(context, service, &random)
@@ -90,7 +75,7 @@ struct RemoteQueryRandomTests {
         #expect(windowsOnServer > 0)
     }
 
-    static func populate(_ context: ModelContext, _ service: KintoService, _ random: inout SeededGenerator) async throws {
+    static func populate(_ context: ModelContext, _ service: KintoService, _ random: inout SplitMix64) async throws {
         let keepers = (0..<12).map { index in
             let keeper = Keeper.instance(in: context)
             keeper.name = random.pick(strings)
@@ -114,7 +99,7 @@ struct RemoteQueryRandomTests {
         for sample in context.models(of: Sample.self) { try await service.save(sample) }
     }
 
-    static func randomQuery(in context: ModelContext, _ random: inout SeededGenerator) -> (Query<Sample>, String) {
+    static func randomQuery(in context: ModelContext, _ random: inout SplitMix64) -> (Query<Sample>, String) {
         let (predicate, text) = tree(depth: 3, &random)
         var query = Sample.query(in: context).filter(predicate)
         var description = text
@@ -147,7 +132,7 @@ struct RemoteQueryRandomTests {
         return (query, description)
     }
 
-    static func tree(depth: Int, _ random: inout SeededGenerator) -> (ModelPredicate<Sample>, String) {
+    static func tree(depth: Int, _ random: inout SplitMix64) -> (ModelPredicate<Sample>, String) {
         guard depth > 0, !random.chance(0.45) else { return leaf(&random) }
         switch Int.random(in: 0..<3, using: &random) {
         case 0:
@@ -164,12 +149,12 @@ struct RemoteQueryRandomTests {
         }
     }
 
-    static func options(_ random: inout SeededGenerator) -> StringOptions {
+    static func options(_ random: inout SplitMix64) -> StringOptions {
         random.chance(0.25)
             ? random.pick([.caseInsensitive, .diacriticInsensitive, [.caseInsensitive, .diacriticInsensitive]]) : []
     }
 
-    static func leaf(_ random: inout SeededGenerator) -> (ModelPredicate<Sample>, String) {
+    static func leaf(_ random: inout SplitMix64) -> (ModelPredicate<Sample>, String) {
         switch Int.random(in: 0..<12, using: &random) {
         case 0, 1:
             let key = random.pick(["age", "rank", "keeper.age"])

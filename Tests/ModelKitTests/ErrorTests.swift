@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 /// Bad input never crashes, never leaves half a graph behind, and says where and what.
 @Suite("Serialization errors")
@@ -302,19 +303,6 @@ struct ErrorTests {
         }
         #expect(loaded + rejected == 1500)
         #expect(rejected > 1000)
-    }
-}
-
-/// A small deterministic generator for reproducible random tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

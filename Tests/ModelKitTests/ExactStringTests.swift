@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 // Every string comes back exactly, scalar for scalar, in every format (issue 18: XML property
 // lists dropped a U+FEFF that began a string).

@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 /// A model for index tests: ages collide, names share prefixes (some with combining marks).
 final class Member: ModelObject<Member.Properties> {

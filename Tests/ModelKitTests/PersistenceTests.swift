@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 /// A directory of its own for one test, removed afterwards.
 func withTemporaryDirectory<Result>(_ body: (URL) throws -> Result) throws -> Result {

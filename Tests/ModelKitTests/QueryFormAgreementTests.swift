@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 // The same question asked by key path, by string key and in the query language must get the same
 // answer (issue 18). Random conditions on optional and plain strings and on string arrays, with

@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 /// A model with a property of every kind the query engine compares.
 final class Person: ModelObject<Person.Properties> {

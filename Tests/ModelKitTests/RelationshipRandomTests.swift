@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 /// The graph of folders, notes and tags as plain sets: what the inverses must agree with.
 private struct ReferenceGraph: Equatable {

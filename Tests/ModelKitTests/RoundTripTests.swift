@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 /// Every supported property type comes back `==` through both forms and through JSON text.
 @Suite("Round trips")

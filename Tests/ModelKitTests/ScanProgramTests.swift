@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import Testing
+import ModelKitTestSupport
 
 // A scan compiles a predicate into one list of steps: integer ranges, string equality and array
 // membership checked inline, other conditions as closures on the properties in place, and
