@@ -24,6 +24,12 @@ import Synchronization
     static func advance() {
         modelkit_advance_change_epoch()
     }
+
+    /// Flipped in the quiet epoch of a model whose type declares relationships: its plain writes
+    /// are quiet, but a write of a reference must still look for an inverse to keep in line.
+    /// The epoch's low 31 bits are never all 0, so neither form of the quiet epoch is 0.
+    /// (Computed, not stored: a stored static is read through a once-check on every write.)
+    @inlinable static var relationshipsBit: UInt32 { 0x8000_0000 }
 }
 
 /// The state of one model that changed since a reset or load, is observed or holds models: the
@@ -312,7 +318,6 @@ extension Model {
 
     /// The slow path before a write: saves what change tracking needs and tells the registrar.
     @inlinable func _willChange() -> PendingChange<Properties> {
-        let epoch = ChangeEpoch.current
         var pending = PendingChange<Properties>()
         let storage = self.storage
         var tracker = storage.tracker
@@ -345,13 +350,9 @@ extension Model {
             pending.before = storage.values
             storage.quietEpoch = 0
         } else {
-            storage.stampPending = true
-            // A model with relationships stays on this path: its reference writes keep inverses.
-            storage.quietEpoch = _allowsQuietWrites(Self.self) ? epoch : 0
-            // A model inserted since the context's last reset counts as inserted, not updated.
-            if let context, context.changeGeneration != storage.insertedGeneration {
-                context.noteUpdated(storage.metadata.modelId)
-            }
+            // A model with relationships says so in its quiet epoch: its reference writes keep
+            // inverses even when quiet.
+            storage.box.settleQuietly(hasRelationships: _hasRelationships(Self.self))
         }
         // Indexes re-read the model at their next use. (In the listening case above the model
         // stays on this slow path, so every write comes here.)

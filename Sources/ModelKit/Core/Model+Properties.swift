@@ -8,6 +8,8 @@ import Foundation
 // changed since its last reset and nobody wants to hear about each write) the write is a plain
 // store. Otherwise it goes through `_willChange`/`_didChange` (Changes/ChangeTracker.swift), which
 // save the values for change tracking, tell the Observation registrar and report the change.
+// A model whose type declares relationships is quiet in its own way (`storage.mayKeepInverses`):
+// a quiet write of a reference still brings its inverse in line.
 //
 // The slow path hands the model to those functions as an `Unmanaged` retained inside the slow
 // branch. Passing `self` itself would make the caller keep its own reference retained across the
@@ -120,25 +122,30 @@ extension Model {
             guard old.id != newValue?.modelId || old.target(lookupIn: storage.context, held: storage.box.held) !== newValue
             else { return }
             if let newValue { adopt(newValue) }
-            if storage.writesQuietly {
-                storage.values[keyPath: keyPath] = ModelRef(newValue)
-            } else {
-                // A model of a type with relationships never writes quietly, so this is where
-                // every write of its references comes.
-                guard let field = inverseField(keyPath) else {
+            let quiet = storage.writesQuietly
+            // Quiet writes of a type without relationships need not look for an inverse.
+            guard let field = quiet && !storage.mayKeepInverses ? nil : inverseField(keyPath) else {
+                if quiet {
+                    storage.values[keyPath: keyPath] = ModelRef(newValue)
+                } else {
                     let pending = _willChange()
                     storage.values[keyPath: keyPath] = ModelRef(newValue)
                     _didChange(pending)
-                    return
                 }
-                let undo = storage.context?.undoManager
-                undo?.beginUndoGrouping()
+                return
+            }
+            // Both sides' changes in one undo group (no undo manager listens while quiet).
+            let undo = quiet ? nil : storage.context?.undoManager
+            undo?.beginUndoGrouping()
+            if quiet {
+                storage.values[keyPath: keyPath] = ModelRef(newValue)
+            } else {
                 let pending = _willChange()
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
                 _didChange(pending)
-                field.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
-                undo?.endUndoGrouping()
             }
+            field.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
+            undo?.endUndoGrouping()
         }
     }
 
@@ -165,24 +172,25 @@ extension Model {
             var array = newValue
             array.context = storage.context
             storage.box.hold(array.release(to: storage.context))
-            if storage.writesQuietly {
+            let quiet = storage.writesQuietly
+            let field = quiet && !storage.mayKeepInverses ? nil : inverseField(keyPath)
+            let before = field == nil ? [] : storage.values[keyPath: keyPath].ids
+            let undo = field == nil || quiet ? nil : storage.context?.undoManager
+            undo?.beginUndoGrouping()
+            if quiet {
                 storage.values[keyPath: keyPath] = array
             } else {
-                let field = inverseField(keyPath)
-                let before = field == nil ? [] : storage.values[keyPath: keyPath].ids
-                let undo = field == nil ? nil : storage.context?.undoManager
-                undo?.beginUndoGrouping()
                 let pending = _willChange()
                 storage.values[keyPath: keyPath] = array
                 _didChange(pending)
-                if let field {
-                    let after = array.ids
-                    let (old, new) = (Set(before), Set(after))
-                    let added = Set(after.filter { !old.contains($0) }).compactMap { field.side.resolve($0, from: self) }
-                    field.propagate(owner: self, removed: before.filter { !new.contains($0) }, added: added)
-                }
-                undo?.endUndoGrouping()
             }
+            if let field {
+                let after = array.ids
+                let (old, new) = (Set(before), Set(after))
+                let added = Set(after.filter { !old.contains($0) }).compactMap { field.side.resolve($0, from: self) }
+                field.propagate(owner: self, removed: before.filter { !new.contains($0) }, added: added)
+            }
+            undo?.endUndoGrouping()
         }
         _modify {
             _checkIsolation()
@@ -190,24 +198,27 @@ extension Model {
             storage.values[keyPath: keyPath].attach(context: storage.context, held: storage.box.held)
             // What the mutation added and the context could not adopt, the owner holds.
             defer { storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context)) }
-            if storage.writesQuietly {
+            let quiet = storage.writesQuietly
+            if quiet && !storage.mayKeepInverses {
                 yield &storage.values[keyPath: keyPath]
             } else if let field = inverseField(keyPath) {
                 // The array notes what the mutation removes and adds, for the inverse side.
-                let undo = storage.context?.undoManager
+                let undo = quiet ? nil : storage.context?.undoManager
                 undo?.beginUndoGrouping()
-                let pending = _willChange()
+                let pending = quiet ? nil : _willChange()
                 // After `_willChange`, so that the values it may save (for observers, for undo)
                 // don't hold the journal.
                 let journal = ModelArrayJournal()
                 storage.values[keyPath: keyPath].held.insert(journal, at: 0)
                 defer {
-                    _didChange(pending)
+                    if let pending { _didChange(pending) }
                     // Releasing empties the array's `held`, the journal with it.
                     storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context))
                     field.propagate(owner: self, removed: journal.removed, added: journal.added)
                     undo?.endUndoGrouping()
                 }
+                yield &storage.values[keyPath: keyPath]
+            } else if quiet {
                 yield &storage.values[keyPath: keyPath]
             } else {
                 let pending = _willChange()

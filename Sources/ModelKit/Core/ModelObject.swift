@@ -42,7 +42,9 @@ open class AnyModelObject {
     /// Equal to ``ChangeEpoch/current`` while a write needs no bookkeeping at all: the values at
     /// the last reset are saved, `updatedAt` is marked for stamping, the context knows the model
     /// changed and nobody wants to hear about each write. Anything that changes one of these
-    /// sets it to 0, and the next write takes the slow path once and re-establishes it.
+    /// sets it to 0, and the next write takes the slow path once and re-establishes it. For a
+    /// type that declares relationships it is the epoch with ``ChangeEpoch/relationshipsBit``
+    /// flipped: a quiet write of a reference still keeps the reference's inverse.
     @usableFromInline @exclusivity(unchecked) final var quietEpoch: UInt32 = 0
     /// The change generation of the context when it inserted the model: while it is still the
     /// context's generation, the model counts as inserted there and its writes need no noting.

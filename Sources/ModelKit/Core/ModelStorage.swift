@@ -62,10 +62,11 @@ import Foundation
         nonmutating set { box.insertedGeneration = newValue }
     }
 
-    /// Whether a write may skip all change bookkeeping (see ``ModelObject/quietEpoch``).
-    @inlinable var writesQuietly: Bool {
-        box.quietEpoch == ChangeEpoch.current
-    }
+    /// See ``AnyModelObject/writesQuietly``.
+    @inlinable var writesQuietly: Bool { box.writesQuietly }
+
+    /// See ``AnyModelObject/mayKeepInverses``.
+    @inlinable var mayKeepInverses: Bool { box.mayKeepInverses }
 
     /// Stamps `updatedAt` now if a change is waiting for its stamp; returns it.
     func resolveUpdatedAt() -> Date {

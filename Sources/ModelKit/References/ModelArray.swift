@@ -174,19 +174,23 @@ extension ModelArray: RangeReplaceableCollection {
     /// - Complexity: O(n + m), as `Array.replaceSubrange`; appending is amortized O(1).
     public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Index>, with newElements: C)
     where C.Element == Element {
-        if let journal {
-            // Closures, not key paths: this code is generic and not specialized, where a key
-            // path literal is instantiated again on every call.
-            for reference in references[subrange.lowerBound.raw..<subrange.upperBound.raw] {
-                if let id = reference.id { journal.removed.append(id) }
+        // This code is generic and not specialized: every pass over `newElements` looks its
+        // types up at run time, so there is one, and an empty subrange (an append) is not
+        // walked at all.
+        let journal = self.journal
+        if let journal, !subrange.isEmpty {
+            for raw in subrange.lowerBound.raw..<subrange.upperBound.raw {
+                if let id = references[raw].id { journal.removed.append(id) }
             }
-            for model in newElements { journal.added.append(model) }
         }
         // Lazily mapped: appending one model must not allocate an intermediate array.
         references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
-        for model in newElements where !(context?.adopt(model) ?? false) {
-            held.append(model)
-            added.append(model)
+        for model in newElements {
+            journal?.added.append(model)
+            if !(context?.adopt(model) ?? false) {
+                held.append(model)
+                added.append(model)
+            }
         }
     }
 

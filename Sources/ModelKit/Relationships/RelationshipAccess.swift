@@ -30,67 +30,90 @@ protocol RelationshipSide: Sendable {
 struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     let offset: Int
     let isArray: Bool
+    /// Where `Owner`'s properties start in its objects, learned from the first owner handed in.
+    private let valuesOffset = ValuesOffset()
+
+    init(offset: Int, isArray: Bool) {
+        self.offset = offset
+        self.isArray = isArray
+        // A to-one field is read and written as the id it stores: a `ModelRef` is nothing else.
+        assert(MemoryLayout<ModelRef<Target>>.size == MemoryLayout<ModelID>.size)
+    }
 
     /// The owner, typed: every model this side is handed is an `Owner` (the table of `Owner`
     /// made it, and inverses lead only to models of the declared type).
     @inline(__always) private func typed(_ owner: AnyModelObject) -> Owner { unsafeDowncast(owner, to: Owner.self) }
 
+    /// The address of the field in `owner`, valid while `owner` lives and is not written
+    /// through its properties. Why not `withUnsafeMutablePointer(to: &values)`: this code is
+    /// not specialized, and that costs run-time lookups of `Owner.Properties` on every call.
+    @inline(__always) private func field(in owner: AnyModelObject) -> UnsafeMutableRawPointer {
+        var start = valuesOffset.value.load(ordering: .relaxed)
+        if _slowPath(start < 0) {
+            let box = typed(owner).storage.box
+            start = withUnsafeMutablePointer(to: &box.values) {
+                UnsafeRawPointer($0) - UnsafeRawPointer(Unmanaged.passUnretained(box).toOpaque())
+            }
+            valuesOffset.value.store(start, ordering: .relaxed)
+        }
+        return Unmanaged.passUnretained(owner).toOpaque() + start + offset
+    }
+
     func ids(in owner: AnyModelObject) -> [ModelID] {
-        typed(owner).storage.box.withValuesPointer { ids(at: $0) }
+        ids(at: UnsafeRawPointer(field(in: owner)) - offset)
     }
 
     func ids(at base: UnsafeRawPointer) -> [ModelID] {
         if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.compactMap { $0.id } }
-        return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).id.map { [$0] } ?? []
+        let id = base.load(fromByteOffset: offset, as: ModelID.self)
+        return id.isZero ? [] : [id]
     }
 
     func firstId(in owner: AnyModelObject) -> ModelID? {
-        typed(owner).storage.box.withValuesPointer { base in
-            if isArray { return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.first?.id }
-            return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).id
-        }
+        let field = self.field(in: owner)
+        if isArray { return field.load(as: ModelArray<Target>.self).references.first?.id }
+        let id = field.load(as: ModelID.self)
+        return id.isZero ? nil : id
     }
 
     func contains(_ id: ModelID, in owner: AnyModelObject) -> Bool {
-        typed(owner).storage.box.withValuesPointer { base in
-            if isArray {
-                return base.load(fromByteOffset: offset, as: ModelArray<Target>.self).references.contains { $0.storedId == id }
-            }
-            return base.load(fromByteOffset: offset, as: ModelRef<Target>.self).storedId == id
-        }
+        let field = self.field(in: owner)
+        if isArray { return field.load(as: ModelArray<Target>.self).references.contains { $0.storedId == id } }
+        return field.load(as: ModelID.self) == id
     }
 
     func exchange(_ target: AnyModelObject, in owner: AnyModelObject) -> ModelID? {
-        let previous = typed(owner).storage.box.withValuesPointer {
-            $0.load(fromByteOffset: offset, as: ModelRef<Target>.self).id
-        }
+        let previous = field(in: owner).load(as: ModelID.self)
         guard previous != target.metadata.modelId else { return previous }
         insert(target, into: owner)
-        return previous
+        return previous.isZero ? nil : previous
     }
 
     func insert(_ target: AnyModelObject, into owner: AnyModelObject) {
-        let owner = typed(owner)
-        let target = unsafeDowncast(target, to: Target.self)
         // Both in one context (the usual case): nothing to adopt or hold.
-        if owner.context == nil || owner.context !== target.context { owner.adopt(target) }
-        mutate(owner) { field in
-            if isArray {
-                field.assumingMemoryBound(to: ModelArray<Target>.self).pointee.references.append(ModelRef(target))
-            } else {
-                field.assumingMemoryBound(to: ModelRef<Target>.self).pointee = ModelRef(target)
+        if owner.context == nil || owner.context !== target.context {
+            typed(owner).adopt(unsafeDowncast(target, to: Target.self))
+        }
+        if isArray {
+            mutate(owner) {
+                field(in: owner).assumingMemoryBound(to: ModelArray<Target>.self).pointee.references.append(
+                    ModelRef(id: target.metadata.modelId))
             }
+        } else {
+            mutate(owner) { field(in: owner).storeBytes(of: target.metadata.modelId, as: ModelID.self) }
         }
     }
 
     func remove(_ id: ModelID, from owner: AnyModelObject) {
         guard contains(id, in: owner) else { return }
-        mutate(typed(owner)) { field in
-            if isArray {
-                field.assumingMemoryBound(to: ModelArray<Target>.self).pointee.references.removeAll { $0.storedId == id }
-            } else {
-                field.assumingMemoryBound(to: ModelRef<Target>.self).pointee = ModelRef()
+        if isArray {
+            mutate(owner) {
+                field(in: owner).assumingMemoryBound(to: ModelArray<Target>.self).pointee.references.removeAll {
+                    $0.storedId == id
+                }
             }
+        } else {
+            mutate(owner) { field(in: owner).storeBytes(of: ModelID.zero, as: ModelID.self) }
         }
     }
 
@@ -99,12 +122,27 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
         return ModelRef<Target>(id: id).target(lookupIn: storage.context, held: storage.box.held)
     }
 
-    /// A tracked write of the field: the owner's change bookkeeping runs as for a property write.
-    private func mutate(_ owner: Owner, _ body: (UnsafeMutableRawPointer) -> Void) {
-        let pending = owner._willChange()
-        withUnsafeMutablePointer(to: &owner.storage.box.values) { body(UnsafeMutableRawPointer($0) + offset) }
-        owner._didChange(pending)
+    /// A tracked write of the field: the owner's change bookkeeping runs as for a property write
+    /// (and is skipped as for one, when the owner writes quietly). `write` finds the field
+    /// itself, after `_willChange` has saved the values it needs.
+    private func mutate(_ owner: AnyModelObject, _ write: () -> Void) {
+        // Most models written here are new and untracked (the other side of an append): their
+        // first write settles without the generic `_willChange`.
+        if owner.writesQuietly || (typed(owner).storage.tracker == nil && owner.settleUntrackedWrite()) {
+            write()
+        } else {
+            let model = typed(owner)
+            let pending = model._willChange()
+            write()
+            model._didChange(pending)
+        }
     }
+}
+
+/// Where a model type's properties start in its objects (-1 until known): the same for every
+/// object of the type.
+private final class ValuesOffset: Sendable {
+    let value = Atomic<Int>(-1)
 }
 
 extension RelationshipTable.Field {

@@ -203,10 +203,6 @@ final class RelationshipTable: @unchecked Sendable {
         return build(M.self)
     }
 
-    /// Whether the models of `M` may skip bookkeeping on writes (see `ModelObject.quietEpoch`):
-    /// those of a type with relationships may not, so that every write of a reference comes
-    /// where its inverse is kept.
-
     private static func build<M: Model>(_ type: M.Type) -> RelationshipTable? {
         let declared = RelationshipProbe.declarations(of: M.self)
         var table: RelationshipTable?
@@ -304,9 +300,8 @@ extension Model {
     }
 }
 
-/// Whether the models of `M` may skip bookkeeping on writes (see `ModelObject.quietEpoch`): those
-/// of a type with relationships may not, so that every write of a reference comes where its
-/// inverse is kept. Asked on the slow path of writes only.
-@usableFromInline func _allowsQuietWrites<M: Model>(_ type: M.Type) -> Bool {
-    RelationshipTable.of(M.self) == nil
+/// Whether `M` declares relationships, so that its models' quiet writes of references still
+/// look for inverses (see `ChangeEpoch.relationshipsBit`). Asked on the slow path of writes only.
+@usableFromInline func _hasRelationships<M: Model>(_ type: M.Type) -> Bool {
+    RelationshipTable.of(M.self) != nil
 }

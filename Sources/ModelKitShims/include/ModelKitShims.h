@@ -18,10 +18,12 @@ static inline __attribute__((pure)) uint32_t modelkit_change_epoch(void) {
     return __atomic_load_n(&_modelkit_change_epoch, __ATOMIC_RELAXED);
 }
 
-/// Starts a new change epoch, skipping 0.
+/// Starts a new change epoch, skipping those whose low 31 bits are 0: a model's quiet epoch
+/// is the epoch with the top bit flipped for some types, and must never be 0 ("not quiet").
 static inline void modelkit_advance_change_epoch(void) {
-    if (__atomic_add_fetch(&_modelkit_change_epoch, 1, __ATOMIC_RELAXED) == 0) {
-        __atomic_store_n(&_modelkit_change_epoch, 1, __ATOMIC_RELAXED);
+    uint32_t next = __atomic_add_fetch(&_modelkit_change_epoch, 1, __ATOMIC_RELAXED);
+    if ((next & 0x7FFFFFFFu) == 0) {
+        __atomic_store_n(&_modelkit_change_epoch, next + 1, __ATOMIC_RELAXED);
     }
 }
 

@@ -1,0 +1,45 @@
+import Foundation
+
+// The part of a write's bookkeeping that does not depend on the model's type, so that code not
+// specialized for it (the sides of relationships, which keep inverses) can do it without the
+// generic `_willChange`, whose run-time type lookups cost more than the write itself.
+
+extension AnyModelObject {
+    /// Whether a write may skip all change bookkeeping (see ``ModelObject/quietEpoch``); a write
+    /// of a reference must still keep its inverse, when ``mayKeepInverses``.
+    @inlinable final var writesQuietly: Bool {
+        (quietEpoch ^ ChangeEpoch.current) & ~ChangeEpoch.relationshipsBit == 0
+    }
+
+    /// Whether the model's type declares relationships, so that a quiet write of a reference
+    /// must look for an inverse. Meaningful while ``writesQuietly`` holds.
+    @inlinable final var mayKeepInverses: Bool {
+        quietEpoch != ChangeEpoch.current
+    }
+
+    /// Makes the following writes quiet, once a write has done what they would all do: marks
+    /// `updatedAt` for stamping and tells the context the model changed (unless it was inserted
+    /// since the context's last reset, when it counts as inserted).
+    @usableFromInline final func settleQuietly(hasRelationships: Bool) {
+        stampPending = true
+        let epoch = ChangeEpoch.current
+        quietEpoch = hasRelationships ? epoch ^ ChangeEpoch.relationshipsBit : epoch
+        if let context, context.changeGeneration != insertedGeneration { context.noteUpdated(metadata.modelId) }
+    }
+
+    /// Does the bookkeeping of a write of a model whose type declares relationships and that has
+    /// no tracker, when nothing more is needed: no values to save (the model is new), nobody
+    /// observing or listening, no index. Returns `false`, having done nothing, otherwise; the
+    /// write must then go through `_willChange`.
+    ///
+    /// - Complexity: O(1).
+    final func settleUntrackedWrite() -> Bool {
+        guard baseline != .saved, !observed, !ModelNotifications.isEnabled else { return false }
+        if let context, !context.changeObservers.isEmpty || context.undoManager != nil || context.hasIndexes {
+            return false
+        }
+        baseline = .newWritten
+        settleQuietly(hasRelationships: true)
+        return true
+    }
+}
