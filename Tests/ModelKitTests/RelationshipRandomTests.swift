@@ -42,10 +42,13 @@ private struct ReferenceGraph: Equatable {
 @MainActor struct RelationshipRandomTests {
     @Test(
         "Random edits, removals, cascades, undos and redos keep both sides of every inverse in agreement, and a save and load gives the same graph",
-        arguments: [1, 2, 3, 4, 5, 6])
+        arguments: [1, 2, 3, 4, 5, 6, 7, 8])
     func randomEdits(seed: UInt64) throws {
         try inFreshContext { context in
             var random = SplitMix64(seed: seed)
+            // Seeds 7 and 8 read the graph only every few steps: reading a model ends its quiet
+            // writes (no bookkeeping), so that more of the edits in between are quiet ones.
+            let checkEvery = seed > 6 ? 4 : 1
             var expected = ReferenceGraph()
             // Odd seeds also undo and redo, against the history of graphs.
             let undo = seed % 2 == 1 ? ModelUndoManager() : nil
@@ -145,10 +148,11 @@ private struct ReferenceGraph: Equatable {
                     position += 1
                 }
                 largest = max(largest, expected.noteFolder.count + expected.noteTags.values.reduce(0) { $0 + $1.count })
+                guard step % checkEvery == checkEvery - 1 else { continue }
                 let actual = ReferenceGraph.read(context)
                 #expect(actual == expected, "step \(step)")
                 if actual != expected { return }
-                if step % 50 == 49 {
+                if step % 48 == 47 {
                     let loaded = ModelContext()
                     try loaded.load(try context.data())
                     #expect(ReferenceGraph.read(loaded) == expected, "round trip at step \(step)")
