@@ -34,10 +34,8 @@ extension AnyModelObject {
     ///
     /// - Complexity: O(1).
     final func settleUntrackedWrite() -> Bool {
-        guard baseline != .saved, !observed, !ModelNotifications.isEnabled else { return false }
-        if let context, !context.changeObservers.isEmpty || context.undoManager != nil || context.hasIndexes {
-            return false
-        }
+        guard baseline != .saved, !observed else { return false }
+        guard context?.nobodyListens() ?? !ModelNotifications.isEnabled else { return false }
         baseline = .newWritten
         settleQuietly(hasRelationships: true)
         return true

@@ -152,6 +152,27 @@ public final class ModelContext {
     /// Whether `registry.removedIds` holds any id, read without the registry (arrays ask on
     /// every read of their ids).
     @exclusivity(unchecked) var hasRemovedIds = false
+    /// A journal for the next mutation of a to-many reference with an inverse, kept between
+    /// mutations so that each one allocates nothing for it (see `ModelArrayJournal`).
+    @exclusivity(unchecked) var spareJournal: ModelArrayJournal.Spare?
+    /// The change epoch at which nobody was found listening to the writes of the context's
+    /// models (see `nobodyListens()`).
+    @exclusivity(unchecked) private var quietSinceEpoch: UInt32 = 0
+
+    /// Whether nobody listens to the writes of the context's models: no change observer, no
+    /// undo manager, no index, no notifications. Remembered until the change epoch advances,
+    /// which everything that starts listening makes it do.
+    ///
+    /// - Complexity: O(1).
+    func nobodyListens() -> Bool {
+        let epoch = ChangeEpoch.current
+        if quietSinceEpoch == epoch { return true }
+        guard changeObservers.isEmpty, undoManager == nil, !hasIndexes, !ModelNotifications.isEnabled else {
+            return false
+        }
+        quietSinceEpoch = epoch
+        return true
+    }
 
     /// Models the app still holds outlive their context; their unowned pointer to it must not.
     deinit {

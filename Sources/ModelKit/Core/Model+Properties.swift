@@ -208,13 +208,14 @@ extension Model {
                 let pending = quiet ? nil : _willChange()
                 // After `_willChange`, so that the values it may save (for observers, for undo)
                 // don't hold the journal.
-                let journal = ModelArrayJournal()
-                storage.values[keyPath: keyPath].held.insert(journal, at: 0)
+                let spare = ModelArrayJournal.open(for: &storage.values[keyPath: keyPath], in: storage.context)
                 defer {
                     if let pending { _didChange(pending) }
                     // Releasing empties the array's `held`, the journal with it.
                     storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context))
+                    let journal = spare.journal
                     field.propagate(owner: self, removed: journal.removed, added: journal.added)
+                    ModelArrayJournal.close(spare, in: storage.context)
                     undo?.endUndoGrouping()
                 }
                 yield &storage.values[keyPath: keyPath]

@@ -183,8 +183,38 @@ final class ModelArrayJournal {
     var removed: [ModelID] = []
     var added: [AnyModelObject] = []
 
-    init() { Self.open.add(1, ordering: .relaxed) }
-    deinit { Self.open.subtract(1, ordering: .relaxed) }
+    /// A journal with an array that holds only it, to stand for the `held` models of an array
+    /// that holds none (most do): a context keeps one between mutations, so that a mutation
+    /// allocates neither.
+    final class Spare {
+        let journal = ModelArrayJournal()
+        private(set) lazy var alone: [AnyObject] = [journal]
+    }
+
+    /// Opens a journal for a mutation of `array`, reusing `context`'s spare one when it is free
+    /// (a mutation made while another is open, from an observer say, gets its own).
+    static func open<Element>(for array: inout ModelArray<Element>, in context: ModelContext?) -> Spare {
+        let spare: Spare
+        if let context, let kept = context.spareJournal {
+            context.spareJournal = nil
+            spare = kept
+        } else {
+            spare = Spare()
+        }
+        open.add(1, ordering: .relaxed)
+        if array.held.isEmpty { array.held = spare.alone } else { array.held.insert(spare.journal, at: 0) }
+        return spare
+    }
+
+    /// Closes the journal of `spare`, once the array no longer holds it and its entries are
+    /// used, and gives it back to `context` for the next mutation.
+    static func close(_ spare: Spare, in context: ModelContext?) {
+        open.subtract(1, ordering: .relaxed)
+        let journal = spare.journal
+        if !journal.removed.isEmpty { journal.removed.removeAll(keepingCapacity: true) }
+        if !journal.added.isEmpty { journal.added.removeAll(keepingCapacity: true) }
+        if let context, context.spareJournal == nil { context.spareJournal = spare }
+    }
 }
 
 extension ModelArray {

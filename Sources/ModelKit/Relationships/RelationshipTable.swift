@@ -157,27 +157,42 @@ extension ModelArray: EmptyReference {
 /// The relationships a model type declares, checked against their inverses.
 // Unchecked: every stored property is a `let` of immutable values.
 final class RelationshipTable: @unchecked Sendable {
-    struct Field {
+    /// A class, so that handing a field out (on every write of a reference) copies no
+    /// existentials.
+    // Unchecked: every stored property is a `let` of immutable values.
+    final class Field: @unchecked Sendable {
         /// The property's coding key, for messages.
         let name: String
         let rule: DeleteRule
         let side: any RelationshipSide
         /// The other side, when an inverse is declared (on both sides, naming each other).
         let inverse: (any RelationshipSide)?
+
+        init(name: String, rule: DeleteRule, side: any RelationshipSide, inverse: (any RelationshipSide)?) {
+            self.name = name
+            self.rule = rule
+            self.side = side
+            self.inverse = inverse
+        }
     }
 
     let fields: [Field]
+    /// Where each field is in the properties, in the order of `fields`.
+    private let offsets: [Int]
     /// The problems found in the declarations, for ``ModelRegistry/register(_:)``.
     let problems: [RelationshipDeclarationError]
 
     private init(fields: [Field], problems: [RelationshipDeclarationError]) {
         self.fields = fields
+        offsets = fields.map(\.side.offset)
         self.problems = problems
     }
 
     /// The field at `offset` of the properties, if it declares a relationship.
+    ///
+    /// - Complexity: O(f), where f is the number of relationship fields.
     func field(at offset: Int) -> Field? {
-        fields.first { $0.side.offset == offset }
+        offsets.firstIndex(of: offset).map { fields[$0] }
     }
 
     /// An immutable map from type to table, replaced as a whole when a type is added, so that
