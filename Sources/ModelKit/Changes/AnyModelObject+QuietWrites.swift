@@ -1,20 +1,20 @@
 import Foundation
 
-// The part of a write's bookkeeping that does not depend on the model's type, so that code not
+// Quiet writes, and the part of a write's bookkeeping that does not depend on the model's type, so that code not
 // specialized for it (the sides of relationships, which keep inverses) can do it without the
 // generic `_willChange`, whose run-time type lookups cost more than the write itself.
 
 extension AnyModelObject {
-    /// Whether a write may skip all change bookkeeping (see ``ModelObject/quietEpoch``); a write
-    /// of a reference must still keep its inverse, when ``mayKeepInverses``.
+    /// Whether a write may skip all change bookkeeping (see ``ModelObject/quietEpoch``): the
+    /// model's type declares no relationships. One comparison: it is on every property write.
     @inlinable final var writesQuietly: Bool {
-        (quietEpoch ^ ChangeEpoch.current) & ~ChangeEpoch.relationshipsBit == 0
+        quietEpoch == ChangeEpoch.current
     }
 
-    /// Whether the model's type declares relationships, so that a quiet write of a reference
-    /// must look for an inverse. Meaningful while ``writesQuietly`` holds.
-    @inlinable final var mayKeepInverses: Bool {
-        quietEpoch != ChangeEpoch.current
+    /// Whether a write of a model whose type declares relationships may skip all change
+    /// bookkeeping; a write of a reference must still keep its inverse.
+    @inlinable final var writesQuietlyKeepingInverses: Bool {
+        quietEpoch == ChangeEpoch.current ^ ChangeEpoch.relationshipsBit
     }
 
     /// Makes the following writes quiet, once a write has done what they would all do: marks

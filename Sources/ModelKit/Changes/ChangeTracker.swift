@@ -320,6 +320,8 @@ extension Model {
     @inlinable func _willChange() -> PendingChange<Properties> {
         var pending = PendingChange<Properties>()
         let storage = self.storage
+        // A plain write of a quiet model of a type with relationships: nothing to do.
+        if storage.box.writesQuietlyKeepingInverses { return pending }
         var tracker = storage.tracker
         switch storage.box.baseline {
         case .saved:

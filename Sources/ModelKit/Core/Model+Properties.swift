@@ -8,8 +8,9 @@ import Foundation
 // changed since its last reset and nobody wants to hear about each write) the write is a plain
 // store. Otherwise it goes through `_willChange`/`_didChange` (Changes/ChangeTracker.swift), which
 // save the values for change tracking, tell the Observation registrar and report the change.
-// A model whose type declares relationships is quiet in its own way (`storage.mayKeepInverses`):
-// a quiet write of a reference still brings its inverse in line.
+// A model whose type declares relationships is quiet in its own way
+// (`writesQuietlyKeepingInverses`): its plain writes take `_willChange`, which returns at once,
+// and a quiet write of a reference still brings its inverse in line.
 //
 // The slow path hands the model to those functions as an `Unmanaged` retained inside the slow
 // branch. Passing `self` itself would make the caller keep its own reference retained across the
@@ -122,9 +123,13 @@ extension Model {
             guard old.id != newValue?.modelId || old.target(lookupIn: storage.context, held: storage.box.held) !== newValue
             else { return }
             if let newValue { adopt(newValue) }
-            let quiet = storage.writesQuietly
             // Quiet writes of a type without relationships need not look for an inverse.
-            guard let field = quiet && !storage.mayKeepInverses ? nil : inverseField(keyPath) else {
+            if storage.writesQuietly {
+                storage.values[keyPath: keyPath] = ModelRef(newValue)
+                return
+            }
+            let quiet = storage.box.writesQuietlyKeepingInverses
+            guard let field = inverseField(keyPath) else {
                 if quiet {
                     storage.values[keyPath: keyPath] = ModelRef(newValue)
                 } else {
@@ -172,8 +177,12 @@ extension Model {
             var array = newValue
             array.context = storage.context
             storage.box.hold(array.release(to: storage.context))
-            let quiet = storage.writesQuietly
-            let field = quiet && !storage.mayKeepInverses ? nil : inverseField(keyPath)
+            if storage.writesQuietly {
+                storage.values[keyPath: keyPath] = array
+                return
+            }
+            let quiet = storage.box.writesQuietlyKeepingInverses
+            let field = inverseField(keyPath)
             let before = field == nil ? [] : storage.values[keyPath: keyPath].ids
             let undo = field == nil || quiet ? nil : storage.context?.undoManager
             undo?.beginUndoGrouping()
@@ -198,8 +207,8 @@ extension Model {
             storage.values[keyPath: keyPath].attach(context: storage.context, held: storage.box.held)
             // What the mutation added and the context could not adopt, the owner holds.
             defer { storage.box.hold(storage.values[keyPath: keyPath].release(to: storage.context)) }
-            let quiet = storage.writesQuietly
-            if quiet && !storage.mayKeepInverses {
+            let quiet = storage.box.writesQuietlyKeepingInverses
+            if storage.writesQuietly {
                 yield &storage.values[keyPath: keyPath]
             } else if let field = inverseField(keyPath) {
                 // The array notes what the mutation removes and adds, for the inverse side.

@@ -65,9 +65,6 @@ import Foundation
     /// See ``AnyModelObject/writesQuietly``.
     @inlinable var writesQuietly: Bool { box.writesQuietly }
 
-    /// See ``AnyModelObject/mayKeepInverses``.
-    @inlinable var mayKeepInverses: Bool { box.mayKeepInverses }
-
     /// Stamps `updatedAt` now if a change is waiting for its stamp; returns it.
     func resolveUpdatedAt() -> Date {
         if box.stampPending {

@@ -128,7 +128,9 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     private func mutate(_ owner: AnyModelObject, _ write: () -> Void) {
         // Most models written here are new and untracked (the other side of an append): their
         // first write settles without the generic `_willChange`.
-        if owner.writesQuietly || (typed(owner).storage.tracker == nil && owner.settleUntrackedWrite()) {
+        if owner.writesQuietlyKeepingInverses
+            || (typed(owner).storage.tracker == nil && owner.settleUntrackedWrite())
+        {
             write()
         } else {
             let model = typed(owner)
