@@ -4,7 +4,10 @@ import Synchronization
 /// One side of a relationship: the field at `offset` of `Owner.Properties`, a ``ModelRef`` or a
 /// ``ModelArray`` leading to `Target`. Reads and writes it in place; every write is tracked and
 /// reported as a change of the owner, as a write through the owner's property is.
-protocol RelationshipSide: Sendable {
+///
+/// Sides are classes, so that handing one out (on every write of a reference) copies a pointer,
+/// not an existential's contents.
+protocol RelationshipSide: AnyObject, Sendable {
     var offset: Int { get }
     var isArray: Bool { get }
     /// The ids the field holds, in order.
@@ -27,11 +30,12 @@ protocol RelationshipSide: Sendable {
     func resolve(_ id: ModelID, from owner: AnyModelObject) -> AnyModelObject?
 }
 
-struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
+final class RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     let offset: Int
     let isArray: Bool
-    /// Where `Owner`'s properties start in its objects, learned from the first owner handed in.
-    private let valuesOffset = ValuesOffset()
+    /// Where `Owner`'s properties start in its objects (-1 until known), learned from the first
+    /// owner handed in: the same for every object of the type.
+    private let valuesOffset = Atomic<Int>(-1)
 
     init(offset: Int, isArray: Bool) {
         self.offset = offset
@@ -48,13 +52,13 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     /// through its properties. Why not `withUnsafeMutablePointer(to: &values)`: this code is
     /// not specialized, and that costs run-time lookups of `Owner.Properties` on every call.
     @inline(__always) private func field(in owner: AnyModelObject) -> UnsafeMutableRawPointer {
-        var start = valuesOffset.value.load(ordering: .relaxed)
+        var start = valuesOffset.load(ordering: .relaxed)
         if _slowPath(start < 0) {
             let box = typed(owner).storage.box
             start = withUnsafeMutablePointer(to: &box.values) {
                 UnsafeRawPointer($0) - UnsafeRawPointer(Unmanaged.passUnretained(box).toOpaque())
             }
-            valuesOffset.value.store(start, ordering: .relaxed)
+            valuesOffset.store(start, ordering: .relaxed)
         }
         return Unmanaged.passUnretained(owner).toOpaque() + start + offset
     }
@@ -141,12 +145,6 @@ struct RelationshipAccess<Owner: Model, Target: Model>: RelationshipSide {
     }
 }
 
-/// Where a model type's properties start in its objects (-1 until known): the same for every
-/// object of the type.
-private final class ValuesOffset: Sendable {
-    let value = Atomic<Int>(-1)
-}
-
 extension RelationshipTable.Field {
     /// Brings the inverse side in line after `owner`'s field stopped holding `removed` (it may
     /// still hold some of them: an array may hold a model twice) and started holding `added`.
@@ -182,8 +180,9 @@ final class ModelArrayJournal {
     /// How many journals are open, on any thread: arrays look for one only while some are.
     static let open = Atomic<Int>(0)
 
-    var removed: [ModelID] = []
-    var added: [AnyModelObject] = []
+    // Only the mutation that opened the journal touches it.
+    @exclusivity(unchecked) var removed: [ModelID] = []
+    @exclusivity(unchecked) var added: [AnyModelObject] = []
 
     /// A journal with an array that holds only it, to stand for the `held` models of an array
     /// that holds none (most do): a context keeps one between mutations, so that a mutation
