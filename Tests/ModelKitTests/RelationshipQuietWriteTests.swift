@@ -39,6 +39,12 @@ import Testing
         }
     }
 
+    @Test("A to-one reference is stored as its target's id alone, which the inverse side writes in place")
+    func referenceLayout() {
+        #expect(MemoryLayout<ModelRef<Folder>>.size == MemoryLayout<ModelID>.size)
+        #expect(MemoryLayout<ModelRef<Folder>>.alignment == MemoryLayout<ModelID>.alignment)
+    }
+
     @Test("Quiet writes on either side are still tracked changes, with updatedAt stamped")
     func quietWritesAreTracked() {
         inFreshContext { context in
