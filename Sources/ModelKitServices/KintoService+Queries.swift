@@ -132,23 +132,27 @@ extension KintoService {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
-        let body = try Self.json(response.body, record: nil)
-        guard case .array(let items)? = body["data"] else {
-            throw ServiceError(.invalidResponse(expected: "an array 'data'", found: Self.describe(body["data"])))
+        // Read where it lies: the records are loaded from this text, without a value tree.
+        let text = try Self.jsonText(response.body, record: nil)
+        let data = text.member(text.root, "data")
+        guard let items = data.flatMap(text.elements) else {
+            throw ServiceError(.invalidResponse(expected: "an array 'data'", found: Self.describe(data, in: text)))
         }
         var records: [RemoteRecord] = []
         records.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
-            guard case .object(let fields) = item, case .string(let id)? = fields["id"], RecordCodec.isValidId(id) else {
+            guard let id = text.member(item, "id").flatMap(text.string), RecordCodec.isValidId(id) else {
                 throw ServiceError(
-                    .invalidResponse(expected: "a record with a string 'id' at data[\(index)]", found: Self.describe(item)))
+                    .invalidResponse(
+                        expected: "a record with a string 'id' at data[\(index)]", found: Self.describe(item, in: text)))
             }
             let recordId = RecordID(collection: request.collection, id: id)
             records.append(
                 RemoteRecord(
                     id: recordId,
-                    version: try Self.version(fields["last_modified"], at: "data[\(index)].last_modified", record: recordId),
-                    fields: fields))
+                    version: try Self.version(
+                        text.member(item, "last_modified"), in: text, at: "data[\(index)].last_modified", record: recordId),
+                    text: text, node: item))
         }
         let next = try nextCursor(response.headers, path: path)
         return RecordPage(records: records, next: next)

@@ -94,15 +94,18 @@ public final class KintoService: ModelService {
         let response = try await send("GET", path: recordPath(id), body: nil)
         switch response.status {
         case 200:
-            let body = try Self.json(response.body, record: id)
-            guard case .object(let data)? = body["data"] else {
-                throw .invalidResponse(at: "data", expected: "an object", found: Self.describe(body["data"]), record: id)
+            let text = try Self.jsonText(response.body, record: id)
+            guard let data = text.member(text.root, "data"), text.isObject(data) else {
+                throw .invalidResponse(
+                    at: "data", expected: "an object", found: Self.describe(text.member(text.root, "data"), in: text), record: id)
             }
-            guard case .string(let recordId)? = data["id"] else {
-                throw .invalidResponse(at: "data.id", expected: "a string", found: Self.describe(data["id"]), record: id)
+            guard let recordId = text.member(data, "id").flatMap(text.string) else {
+                throw .invalidResponse(
+                    at: "data.id", expected: "a string", found: Self.describe(text.member(data, "id"), in: text), record: id)
             }
-            let version = try Self.version(data["last_modified"], at: "data.last_modified", record: id)
-            return RemoteRecord(id: RecordID(collection: id.collection, id: recordId), version: version, fields: data)
+            let version = try Self.version(text.member(data, "last_modified"), in: text, at: "data.last_modified", record: id)
+            return RemoteRecord(
+                id: RecordID(collection: id.collection, id: recordId), version: version, text: text, node: data)
         default:
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(id)
         }
@@ -251,6 +254,28 @@ public final class KintoService: ModelService {
             let preview = String(decoding: data.prefix(80), as: UTF8.self)
             throw ServiceError(.invalidResponse(expected: "JSON", found: "'\(preview)' (\(error))"), record: record)
         }
+    }
+
+    /// An answer's JSON text, parsed to be read where it lies (records are loaded from it).
+    static func jsonText(_ data: Data, record: RecordID?) throws(ServiceError) -> JSONRecordText {
+        do {
+            return try JSONRecordText(data)
+        } catch {
+            let preview = String(decoding: data.prefix(80), as: UTF8.self)
+            throw ServiceError(.invalidResponse(expected: "JSON", found: "'\(preview)' (\(error))"), record: record)
+        }
+    }
+
+    /// ``version(_:at:record:)`` of the value at `node` of `text`.
+    static func version(_ node: Int?, in text: JSONRecordText, at path: String, record: RecordID) throws(ServiceError)
+        -> RemoteVersion
+    {
+        try version(node.flatMap { try? text.value($0) }, at: path, record: record)
+    }
+
+    /// ``describe(_:)`` of the value at `node` of `text`.
+    static func describe(_ node: Int?, in text: JSONRecordText) -> String {
+        describe(node.flatMap { try? text.value($0) })
     }
 
     /// A record's version from its `last_modified` (at `path` in the answer, for messages).

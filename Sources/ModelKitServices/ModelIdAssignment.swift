@@ -43,7 +43,7 @@ struct ModelIdAssignment {
 
     /// The record's own model id when no other model has it, else a new one.
     private func freeId(of record: RemoteRecord) -> ModelID {
-        if let text = record.fields["modelId"]?.stringValue, let id = ModelID(text), !used.contains(id),
+        if let text = record.storedModelId, let id = ModelID(text), !used.contains(id),
             caller.model(withId: id) == nil
         {
             return id

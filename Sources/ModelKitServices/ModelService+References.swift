@@ -43,11 +43,13 @@ extension ModelService {
             hops += 1
             var wanted: [String: [String]] = [:]
             for record in level {
-                for (key, value) in record.fields where walk.fields?.contains(key) ?? true {
-                    Self.pointers(in: value) { model, objectId in
-                        guard known.insert("\(model)/\(objectId)").inserted else { return }
-                        wanted[model, default: []].append(objectId)
-                    }
+                let text = record.text
+                text.forEachPointer(in: record.node, fields: walk.fields) { pointer in
+                    guard let model = text.member(pointer, "model").flatMap(text.string),
+                        let objectId = text.member(pointer, "objectId").flatMap(text.string),
+                        known.insert("\(model)/\(objectId)").inserted
+                    else { return }
+                    wanted[model, default: []].append(objectId)
                 }
             }
             level = []
@@ -140,23 +142,5 @@ extension ModelService {
             cursor = page.next
         } while cursor != nil
         return records
-    }
-
-    /// Calls `body` with the model name and object id of each pointer in `value`.
-    private static func pointers(in value: ModelValue, _ body: (String, String) -> Void) {
-        switch value {
-        case .array(let elements):
-            for element in elements { pointers(in: element, body) }
-        case .object(let object):
-            if object["__type"] == "ModelPointer" {
-                if let model = object["model"]?.stringValue, let objectId = object["objectId"]?.stringValue {
-                    body(model, objectId)
-                }
-            } else {
-                for (_, element) in object { pointers(in: element, body) }
-            }
-        default:
-            break
-        }
     }
 }
