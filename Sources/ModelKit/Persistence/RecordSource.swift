@@ -80,12 +80,19 @@ package final class JSONRecordText: @unchecked Sendable {
             let key = cursor
             let value = key + 1
             cursor = next(after: value)
-            if fields != nil || !skipping.isEmpty {
-                guard let name = string(key) else { continue }
-                if let fields, !fields.contains(name) { continue }
-                if skipping.contains(name) { continue }
+            guard fields != nil || !skipping.isEmpty else {
+                try pointers(in: value, document, body)
+                continue
             }
-            try pointers(in: value, document, body)
+            // The member's name is read only if it holds a pointer: most hold none.
+            var included: Bool?
+            try pointers(in: value, document) { pointer in
+                if included == nil {
+                    let name = string(key)
+                    included = name.map { (fields?.contains($0) ?? true) && !skipping.contains($0) } ?? false
+                }
+                if included == true { try body(pointer) }
+            }
         }
     }
 
@@ -106,8 +113,8 @@ package final class JSONRecordText: @unchecked Sendable {
                 try pointers(in: element, document, body)
             }
         case .object:
-            if let tag = member(node, "__type"), tape.entries[tag].kind == .string,
-                (try? document.stringEquals(tag, "ModelPointer")) == true
+            if let tag = try? document.member(of: node, named: "__type"), tape.entries[tag].kind == .string,
+                (try? document.stringEquals(tag, "ModelPointer" as StaticString)) == true
             {
                 return try body(node)
             }
