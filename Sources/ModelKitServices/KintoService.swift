@@ -167,9 +167,10 @@ public final class KintoService: ModelService {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
-        let answer = try Self.json(response.body, record: nil)
-        guard case .array(let responses)? = answer["responses"] else {
-            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(answer["responses"]))
+        let text = try Self.jsonText(response.body, record: nil)
+        let list = text.member(text.root, "responses")
+        guard let responses = list.flatMap(text.elements) else {
+            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(list, in: text))
         }
         guard responses.count == chunk.count else {
             throw .invalidResponse(
@@ -177,9 +178,34 @@ public final class KintoService: ModelService {
         }
         var results: [RecordWriteResult] = []
         for (index, (write, sub)) in zip(chunk, responses).enumerated() {
-            results.append(result(of: write, sub, at: "responses[\(index)]", retried: response.attempts > 1))
+            results.append(
+                result(of: write, Self.answer(sub, in: text), at: "responses[\(index)]", retried: response.attempts > 1))
         }
         return results
+    }
+
+    /// The answer to one write of a batch, at `node` of the batch's answer, as a value: its
+    /// `status`, `path` and `headers`, and its `body`, of which only the record's `id` and
+    /// `last_modified` when the write succeeded (the record the server echoes is not read).
+    private static func answer(_ node: Int, in text: JSONRecordText) -> ModelValue {
+        guard text.isObject(node) else { return (try? text.value(node)) ?? .null }
+        var object = ModelValue.Object()
+        for key in ["status", "path", "headers"] {
+            if let member = text.member(node, key), let value = try? text.value(member) { object[key] = value }
+        }
+        guard let body = text.member(node, "body") else { return .object(object) }
+        if case .int(let status)? = object["status"], status == 200 || status == 201,
+            let data = text.member(body, "data"), text.isObject(data)
+        {
+            var record = ModelValue.Object()
+            for key in ["id", "last_modified"] {
+                if let member = text.member(data, key), let value = try? text.value(member) { record[key] = value }
+            }
+            object["body"] = ["data": .object(record)]
+        } else {
+            object["body"] = (try? text.value(body)) ?? .null
+        }
+        return .object(object)
     }
 
     /// What became of `write`, from its answer in a batch (at `path`, for messages).
