@@ -13,8 +13,8 @@ struct CandidateSet<M: RemoteModel> {
     /// The scratch context.
     let context: ModelContext
     private let candidates: [ModelID: RemoteRecord]
-    /// Every decoded record's model id, by "model/objectId".
-    private let assigned: [String: ModelID]
+    /// Every decoded record's model id.
+    private let assigned: [RecordID: ModelID]
 
     static func decode(
         _ records: [RemoteRecord], _ referenced: ReferencedRecords, caller: ModelContext,

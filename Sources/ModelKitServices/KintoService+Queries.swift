@@ -213,9 +213,9 @@ extension KintoService {
         for condition in conditions {
             let name = condition.field.description
             let values = condition.values
-            func scalar(_ prefix: String) -> (String, String) { (prefix + name, values[0].jsonString()) }
+            func scalar(_ prefix: String) -> (String, String) { (prefix + name, json(values[0])) }
             func list(_ prefix: String) -> (String, String) {
-                (prefix + name, values.map { $0.jsonString() }.joined(separator: ","))
+                (prefix + name, values.map(json).joined(separator: ","))
             }
             switch condition.op {
             case .equal: parameters.append(scalar(""))
@@ -243,6 +243,17 @@ extension KintoService {
             }
         }
         return parameters
+    }
+
+    /// `value` as JSON text; a string that needs no escape (a record id: a chunk of ids is a
+    /// hundred of them) without going through the writer.
+    private static func json(_ value: ModelValue) -> String {
+        if case .string(let text) = value,
+            text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 })
+        {
+            return "\"" + text + "\""
+        }
+        return value.jsonString()
     }
 
     /// `name=value&…`, percent-encoded but for unreserved characters.

@@ -10,9 +10,9 @@ import ModelKit
 /// context, then merged) and by fetches with references (decoded straight into the caller's).
 struct ModelIdAssignment {
     let caller: ModelContext
-    /// Each assigned record's model id, by "model/objectId": the `known` ids of
-    /// `RecordCodec.entry(for:modelName:modelId:context:known:)`.
-    private(set) var assigned: [String: ModelID] = [:]
+    /// Each assigned record's model id: the `known` ids of
+    /// `RecordCodec.load(_:as:into:known:)`.
+    private(set) var assigned: [RecordID: ModelID] = [:]
     private var used = Set<ModelID>()
 
     init(caller: ModelContext) {
@@ -22,7 +22,7 @@ struct ModelIdAssignment {
     /// Gives `record` the id `held` (the caller's model for it), or else a free one; `nil` when
     /// the record already has one.
     mutating func assign(_ record: RemoteRecord, held: ModelID?) -> ModelID? {
-        let key = "\(record.id.collection)/\(record.id.id)"
+        let key = record.id
         guard assigned[key] == nil else { return nil }
         let id = held ?? freeId(of: record)
         used.insert(id)

@@ -124,14 +124,14 @@ enum RecordCodec {
     /// `modelId`, all or nothing, and returns the first, which must be an `M`.
     ///
     /// A pointer becomes a reference to the model of `context` with its object id, else to the
-    /// model `known` gives for it ("model/objectId": the records loaded together), else to a new
+    /// model `known` gives for its record (the records loaded together), else to a new
     /// placeholder; pointers to one missing record share one placeholder.
     ///
     /// - Throws: The loader's ``ModelKit/SerializationError``, whose model index is the index in
     ///   `records`; the context is then unchanged.
     static func load<M: Model>(
         _ records: [(record: RemoteRecord, modelId: ModelID)], as type: M.Type, into context: ModelContext,
-        known: [String: ModelID]
+        known: [RecordID: ModelID]
     ) throws -> M {
         let loadable = records.map { record, modelId in
             LoadableRecord(
@@ -147,11 +147,11 @@ enum RecordCodec {
 /// together, or fresh ones (kept, so that pointers to one record become one placeholder).
 private final class PointerTable {
     let context: ModelContext
-    var known: [String: ModelID]
+    var known: [RecordID: ModelID]
     /// Registered types by model name (the registry takes a lock).
     private var types: [String: (any Model.Type)?] = [:]
 
-    init(context: ModelContext, known: [String: ModelID]) {
+    init(context: ModelContext, known: [RecordID: ModelID]) {
         self.context = context
         self.known = known
     }
@@ -165,7 +165,7 @@ private final class PointerTable {
             types[model] = type
         }
         if let type, let held = Self.held(type, objectId, in: context) { return held }
-        let key = "\(model)/\(objectId)"
+        let key = RecordID(collection: model, id: objectId)
         if let id = known[key] { return id }
         let id = ModelID(UUID())
         known[key] = id
