@@ -48,6 +48,25 @@ struct ModelIdAssignment {
         {
             return id
         }
-        return ModelID(UUID())
+        return ModelID(RandomUUID.make())
+    }
+}
+
+/// Random (version 4) UUIDs for object ids and model ids, from the system's generator: on Linux
+/// Foundation's `UUID()` opens, reads and closes `/dev/urandom` for each one, which cost more than
+/// the rest of planning a save.
+enum RandomUUID {
+    static func make() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        var words = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &words) { raw in
+            raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
+            raw[8] = (raw[8] & 0x3F) | 0x80  // variant 1
+            return UUID(
+                uuid: (
+                    raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10], raw[11], raw[12],
+                    raw[13], raw[14], raw[15]
+                ))
+        }
     }
 }

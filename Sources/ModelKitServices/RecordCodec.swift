@@ -123,9 +123,10 @@ enum RecordCodec {
     /// Loads `records` (each checked with ``checkPointers(of:)``) into `context` as the models
     /// `modelId`, all or nothing, and returns the first, which must be an `M`.
     ///
-    /// A pointer becomes a reference to the model of `context` with its object id, else to the
-    /// model `known` gives for its record (the records loaded together), else to a new
-    /// placeholder; pointers to one missing record share one placeholder.
+    /// A pointer becomes a reference to the model `known` gives for its record (the records
+    /// loaded together, which have the ids of the context's models where it holds them), else to
+    /// the model of `context` with its object id, else to a new placeholder; pointers to one
+    /// missing record share one placeholder.
     ///
     /// - Throws: The loader's ``ModelKit/SerializationError``, whose model index is the index in
     ///   `records`; the context is then unchanged.
@@ -157,6 +158,10 @@ private final class PointerTable {
     }
 
     func id(model: String, objectId: String) -> ModelID {
+        // The records loaded together first: their ids are those of the context's models where
+        // it holds them, so asking the context (under its lock) would give the same answer.
+        let key = RecordID(collection: model, id: objectId)
+        if let id = known[key] { return id }
         let type: (any Model.Type)?
         if let cached = types[model] {
             type = cached
@@ -165,9 +170,7 @@ private final class PointerTable {
             types[model] = type
         }
         if let type, let held = Self.held(type, objectId, in: context) { return held }
-        let key = RecordID(collection: model, id: objectId)
-        if let id = known[key] { return id }
-        let id = ModelID(UUID())
+        let id = ModelID(RandomUUID.make())
         known[key] = id
         return id
     }

@@ -38,7 +38,7 @@ struct SavePlan {
                         .invalidModel(expected: "references to RemoteModel types only", found: "one to a \(entry["model"] ?? "?")"))
                 }
                 if model.objectId == nil, model.modelState != .needsData {
-                    model.objectId = UUID().uuidString
+                    model.objectId = RandomUUID.make().uuidString
                     assignedIds.append(model)
                 }
                 models[modelId] = model
