@@ -185,18 +185,22 @@ public final class KintoService: ModelService {
     }
 
     /// The answer to one write of a batch, at `node` of the batch's answer, as a value: its
-    /// `status`, `path` and `headers`, and its `body`, of which only the record's `id` and
-    /// `last_modified` when the write succeeded (the record the server echoes is not read).
+    /// `status` and `path`, and when the write succeeded, of its `body` only the record's `id`
+    /// and `last_modified` (the record the server echoes is not read), else its `headers` and
+    /// `body`.
     private static func answer(_ node: Int, in text: JSONRecordText) -> ModelValue {
         guard text.isObject(node) else { return (try? text.value(node)) ?? .null }
         var object = ModelValue.Object()
-        for key in ["status", "path", "headers"] {
+        for key in ["status", "path"] {
             if let member = text.member(node, key), let value = try? text.value(member) { object[key] = value }
         }
+        var succeeded = false
+        if case .int(let status)? = object["status"], status == 200 || status == 201 { succeeded = true }
+        if !succeeded, let member = text.member(node, "headers"), let value = try? text.value(member) {
+            object["headers"] = value
+        }
         guard let body = text.member(node, "body") else { return .object(object) }
-        if case .int(let status)? = object["status"], status == 200 || status == 201,
-            let data = text.member(body, "data"), text.isObject(data)
-        {
+        if succeeded, let data = text.member(body, "data"), text.isObject(data) {
             var record = ModelValue.Object()
             for key in ["id", "last_modified"] {
                 if let member = text.member(data, key), let value = try? text.value(member) { record[key] = value }

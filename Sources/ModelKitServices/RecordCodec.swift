@@ -12,6 +12,8 @@ enum RecordCodec {
     static let headerFields: Set<String> = ["modelId", "createdAt", "updatedAt"]
     /// Fields the server sets or reserves (Kinto's), never properties.
     static let serverFields: Set<String> = ["id", "last_modified", "deleted", "schema"]
+    /// Fields that are not properties: the header's and the server's.
+    static let nonPropertyFields = serverFields.union(headerFields)
 
     /// Whether `id` is accepted as a record or collection id (Kinto's rule, which Parse's ids
     /// also follow): letters, digits, `_` and `-`, not starting with `_` or `-`.
@@ -98,7 +100,7 @@ enum RecordCodec {
     static func checkPointers(of record: RemoteRecord) throws(ServiceError) {
         let text = record.text
         do {
-            try text.forEachPointer(in: record.node, skipping: serverFields.union(headerFields)) { pointer in
+            try text.forEachPointer(in: record.node, skipping: nonPropertyFields) { pointer in
                 guard let model = text.member(pointer, "model").flatMap(text.string),
                     text.member(pointer, "objectId").flatMap(text.string) != nil
                 else {

@@ -291,11 +291,12 @@ func taskThreadsCPUSeconds(from before: [String: Double], to after: [String: Dou
 /// The time thread `thread` of this process has run, in milliseconds, from the `se.sum_exec_runtime`
 /// line of `/proc/self/task/<thread>/sched` (kernels with scheduler debugging), or nil.
 private func scheduledMilliseconds(thread: String) -> Double? {
+    // Found, not split into lines: the reading runs partly inside the timed region.
     guard let text = try? String(contentsOfFile: "/proc/self/task/\(thread)/sched", encoding: .utf8),
-        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("se.sum_exec_runtime") }),
-        let colon = line.firstIndex(of: ":")
+        let key = text.range(of: "se.sum_exec_runtime"), let colon = text[key.upperBound...].firstIndex(of: ":")
     else { return nil }
-    return Double(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    let rest = text[text.index(after: colon)...]
+    return Double(rest.prefix { $0 != "\n" }.trimmingCharacters(in: .whitespaces))
 }
 
 /// Times `body`: wall clock, this process's CPU, and what `metrics` counted meanwhile.
@@ -316,8 +317,10 @@ func timed(models: Int, metrics: () -> ServiceMetrics, _ body: () async throws -
 }
 
 /// Runs every subject `session.runs` times, interleaved as ``measure(_:session:)`` does, and
-/// returns their medians (each column's median on its own) in a table.
+/// returns their medians (each column's median on its own) in a table; with `--subjects`, only
+/// the subjects named.
 func measureService(_ subjects: [ServiceSubject], n: Int, session: inout Session) async throws -> BenchmarkResult {
+    let subjects = subjects.filter { session.includes(subject: $0.name) }
     var samples = [[ServiceSample]](repeating: [], count: subjects.count)
     for round in 0..<session.runs {
         for offset in subjects.indices {
