@@ -123,7 +123,9 @@ enum RecordCodec {
     }
 
     /// Loads `records` (each checked with ``checkPointers(of:)``) into `context` as the models
-    /// `modelId`, all or nothing, and returns the first, which must be an `M`.
+    /// `modelId`, all or nothing, and returns the first, which must be an `M`. Their fields are
+    /// the models' properties, but for the header's and the server's (a property of such a name,
+    /// which a save refuses, keeps its default value).
     ///
     /// A pointer becomes a reference to the model `known` gives for its record (the records
     /// loaded together, which have the ids of the context's models where it holds them), else to
@@ -142,7 +144,7 @@ enum RecordCodec {
                 objectId: record.id.id)
         }
         let table = PointerTable(context: context, known: known)
-        return try M.load(records: loadable, in: context) { table.id(model: $0, objectId: $1) }
+        return try M.load(records: loadable, in: context, hiding: nonPropertyFields) { table.id(model: $0, objectId: $1) }
     }
 }
 

@@ -152,19 +152,22 @@ extension Model {
     /// Loads `records` into `context`, all or nothing, as ``instance(from:in:options:)`` loads a
     /// tree of model dictionaries, and returns the model of the first, which must be a `Self`.
     ///
-    /// Each record's fields are its model's properties (the header fields `createdAt` and
-    /// `updatedAt` give its dates); a pointer's target is `pointerIds(model name, object id)`:
-    /// a model of the records, of the context, or else a placeholder (with that object id).
+    /// Each record's fields but those named in `hiding` are its model's properties (the header
+    /// fields `createdAt` and `updatedAt` give its dates); a pointer's target is
+    /// `pointerIds(model name, object id)`: a model of the records, of the context, or else a
+    /// placeholder (with that object id).
     ///
     /// - Throws: ``SerializationError`` with the index of the record that failed; the context is
     ///   then unchanged.
     package static func load(
-        records: [LoadableRecord], in context: ModelContext, pointerIds: @escaping (String, String) -> ModelID
+        records: [LoadableRecord], in context: ModelContext, hiding: Set<String>,
+        pointerIds: @escaping (String, String) -> ModelID
     ) throws -> Self {
         var options = DeserializationOptions(danglingPointers: .placeholder)
         // One thread: the pointer table belongs to the caller's.
         options.parallelism.workers = 1
-        let loader = GraphLoader(context: context, options: options, source: RecordSource(records))
+        let source = RecordSource(records, hiding: hiding.map { Array($0.utf8) })
+        let loader = GraphLoader(context: context, options: options, source: source)
         loader.pointerIds = pointerIds
         do {
             return try loader.load(root: Self.self)
@@ -178,13 +181,22 @@ extension Model {
 /// header (the dates) and its properties.
 final class RecordSource: ModelSource {
     let records: [LoadableRecord]
+    /// The UTF-8 of the fields that are not properties.
+    let hidden: [[UInt8]]
     @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
 
-    init(_ records: [LoadableRecord]) {
+    init(_ records: [LoadableRecord], hiding hidden: [[UInt8]]) {
         self.records = records
+        self.hidden = hidden
     }
 
-    func copyForWorker() -> any ModelSource { RecordSource(records) }
+    func copyForWorker() -> any ModelSource { RecordSource(records, hiding: hidden) }
+
+    /// The properties of record `handle`: its object without the hidden fields.
+    private func properties(_ handle: Int) -> (RecordDocument, Int) {
+        let record = records[handle]
+        return (RecordDocument(base: record.text.document, record: record.node, hidden: hidden), record.node)
+    }
 
     func readHeaders(into loader: GraphLoader) throws {
         loader.reserveCapacity(records.count)
@@ -206,15 +218,80 @@ final class RecordSource: ModelSource {
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
-        let record = records[handle]
-        return try TreeDecoder.decodeProperties(
-            M.self, at: record.node, in: record.text.document, info: infos.info(M.self), loader: loader)
+        let (document, node) = properties(handle)
+        return try TreeDecoder.decodeProperties(M.self, at: node, in: document, info: infos.info(M.self), loader: loader)
     }
 
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
         -> Bool
     {
-        let record = records[handle]
-        return try plan.fill(base, from: record.node, in: record.text.document, loader: loader)
+        let (document, node) = properties(handle)
+        return try plan.fill(base, from: node, in: document, loader: loader)
     }
+}
+
+/// A record's text as its model's properties: the record's object (`record`) without its
+/// `hidden` members (the header's fields and the server's), every other node as it is.
+struct RecordDocument: TreeDocument {
+    let base: JSONDocument
+    let record: Int
+    let hidden: [[UInt8]]
+
+    private func isHidden(_ key: Int) -> Bool {
+        let entry = base.tape.entries[key]
+        guard !entry.flag else {
+            guard let text = try? base.string(key) else { return false }
+            return hidden.contains { $0.elementsEqual(text.utf8) }
+        }
+        let count = entry.end - entry.start
+        return hidden.contains { name in
+            name.count == count && name.withUnsafeBytes { memcmp(base.bytes.baseAddress! + entry.start, $0.baseAddress!, count) == 0 }
+        }
+    }
+
+    func kind(of node: Int) -> NodeKind { base.kind(of: node) }
+    func byteOffset(of node: Int) -> Int { base.byteOffset(of: node) }
+
+    func count(of node: Int) throws -> Int {
+        guard node == record else { return try base.count(of: node) }
+        var count = 0
+        try base.forEach(in: node) { key, _ in
+            if !isHidden(key) { count += 1 }
+            return true
+        }
+        return count
+    }
+
+    func startCursor(of node: Int) -> Int { base.startCursor(of: node) }
+
+    func next(in node: Int, cursor: inout Int) throws -> (key: Int, value: Int) {
+        guard node == record else { return try base.next(in: node, cursor: &cursor) }
+        // Callers ask for at most `count(of:)` members: a visible one is always ahead.
+        while true {
+            let member = try base.next(in: node, cursor: &cursor)
+            if !isHidden(member.key) { return member }
+        }
+    }
+
+    func member(of object: Int, named key: String) throws -> Int? {
+        if object == record, hidden.contains(where: { $0.elementsEqual(key.utf8) }) { return nil }
+        return try base.member(of: object, named: key)
+    }
+
+    func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
+        guard node == record else { return try base.forEach(in: node, body) }
+        try base.forEach(in: node) { key, value in isHidden(key) ? true : try body(key, value) }
+    }
+
+    func bool(_ node: Int) -> Bool { base.bool(node) }
+    func number(_ node: Int) throws -> NodeNumber { try base.number(node) }
+    func string(_ node: Int) throws -> String { try base.string(node) }
+    func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool { try base.stringEquals(node, text) }
+    func stringEquals(_ node: Int, _ text: String) throws -> Bool { try base.stringEquals(node, text) }
+    func modelId(_ node: Int) throws -> ModelID? { try base.modelId(node) }
+    func date(_ node: Int) throws -> Double { try base.date(node) }
+    func data(_ node: Int) throws -> Data { try base.data(node) }
+    func isoDate(_ node: Int) throws -> Date? { try base.isoDate(node) }
+    static var nodesAreShared: Bool { false }
+    func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? { base.compactPointerId(node, model: model) }
 }
