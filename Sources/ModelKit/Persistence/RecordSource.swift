@@ -208,7 +208,8 @@ final class RecordSource: ModelSource {
             }
             func date(_ key: String) throws -> Date? {
                 guard let node = try document.member(of: record.node, named: key) else { return nil }
-                return try loader.headerDate(node, key: key, in: document, record: record.node, index: index, name: record.modelName)
+                return try loader.headerDate(
+                    node, key: key, in: document, record: record.node, index: index, name: record.modelName)
             }
             let header = GraphLoader.Header(
                 name: record.modelName, id: record.modelId, objectId: record.objectId, createdAt: try date("createdAt"),
@@ -245,7 +246,8 @@ struct RecordDocument: TreeDocument {
         }
         let count = entry.end - entry.start
         return hidden.contains { name in
-            name.count == count && name.withUnsafeBytes { memcmp(base.bytes.baseAddress! + entry.start, $0.baseAddress!, count) == 0 }
+            name.count == count
+                && name.withUnsafeBytes { memcmp(base.bytes.baseAddress! + entry.start, $0.baseAddress!, count) == 0 }
         }
     }
 
