@@ -13,8 +13,8 @@ struct CandidateSet<M: RemoteModel> {
     /// The scratch context.
     let context: ModelContext
     private let candidates: [ModelID: RemoteRecord]
-    /// Every decoded record's model id, by "model/objectId".
-    private let assigned: [String: ModelID]
+    /// Every decoded record's model id.
+    private let assigned: [RecordID: ModelID]
 
     static func decode(
         _ records: [RemoteRecord], _ referenced: ReferencedRecords, caller: ModelContext,
@@ -35,17 +35,9 @@ struct CandidateSet<M: RemoteModel> {
         }
         let assigned = ids.assigned
         if !order.isEmpty {
-            var entries: [ModelValue] = []
-            entries.reserveCapacity(order.count)
-            var known = assigned
-            for (record, id) in order {
-                entries.append(
-                    try RecordCodec.entry(
-                        for: record, modelName: record.id.collection, modelId: id, context: scratch, known: &known))
-            }
+            for (record, _) in order { try RecordCodec.checkPointers(of: record) }
             do {
-                _ = try M.instance(
-                    from: .array(entries), in: scratch, options: DeserializationOptions(danglingPointers: .placeholder))
+                _ = try RecordCodec.load(order.map { ($0, $1) }, as: M.self, into: scratch, known: assigned)
             } catch {
                 throw ServiceError(
                     .invalidResponse(
@@ -70,19 +62,17 @@ struct CandidateSet<M: RemoteModel> {
     /// nothing, and returns the caller's models in the same order.
     func merge(_ matches: [M], into caller: ModelContext, versions: VersionTable) throws(ServiceError) -> [M] {
         guard !matches.isEmpty else { return [] }
-        var entries: [ModelValue] = []
-        entries.reserveCapacity(matches.count)
-        var known = assigned
+        var records: [(record: RemoteRecord, modelId: ModelID)] = []
+        records.reserveCapacity(matches.count)
         for match in matches {
             guard let record = candidates[match.modelId] else {
                 throw ServiceError(.invalidResponse(expected: "a match among the candidates", found: "another model"))
             }
-            entries.append(
-                try RecordCodec.entry(
-                    for: record, modelName: M.modelName, modelId: match.modelId, context: caller, known: &known))
+            records.append((record, match.modelId))
         }
         do {
-            _ = try M.instance(from: .array(entries), in: caller, options: DeserializationOptions(danglingPointers: .placeholder))
+            // Checked when they were decoded into the scratch context.
+            _ = try RecordCodec.load(records, as: M.self, into: caller, known: assigned)
         } catch {
             throw ServiceError(.invalidResponse(expected: "records that decode as \(M.modelName)", found: "\(error)"))
         }

@@ -25,17 +25,10 @@ enum FetchedGraph {
             guard let id = ids.assign(record, held: held?.modelId) else { continue }
             merged.append((record, id))
         }
-        var known = ids.assigned
-        var entries: [ModelValue] = []
-        entries.reserveCapacity(merged.count)
-        for (record, id) in merged {
-            entries.append(
-                try RecordCodec.entry(for: record, modelName: record.id.collection, modelId: id, context: context, known: &known))
-        }
+        for (record, _) in merged { try RecordCodec.checkPointers(of: record) }
         do {
             // The root comes first, as loading returns the first model as an M.
-            _ = try M.instance(
-                from: .array(entries), in: context, options: DeserializationOptions(danglingPointers: .placeholder))
+            _ = try RecordCodec.load(merged, as: M.self, into: context, known: ids.assigned)
         } catch {
             let index = (error as? SerializationError)?.modelIndex
             let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }

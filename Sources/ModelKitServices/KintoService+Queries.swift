@@ -132,23 +132,27 @@ extension KintoService {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
-        let body = try Self.json(response.body, record: nil)
-        guard case .array(let items)? = body["data"] else {
-            throw ServiceError(.invalidResponse(expected: "an array 'data'", found: Self.describe(body["data"])))
+        // Read where it lies: the records are loaded from this text, without a value tree.
+        let text = try Self.jsonText(response.body, record: nil)
+        let data = text.member(text.root, "data")
+        guard let items = data.flatMap(text.elements) else {
+            throw ServiceError(.invalidResponse(expected: "an array 'data'", found: Self.describe(data, in: text)))
         }
         var records: [RemoteRecord] = []
         records.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
-            guard case .object(let fields) = item, case .string(let id)? = fields["id"], RecordCodec.isValidId(id) else {
+            guard let id = text.member(item, "id").flatMap(text.string), RecordCodec.isValidId(id) else {
                 throw ServiceError(
-                    .invalidResponse(expected: "a record with a string 'id' at data[\(index)]", found: Self.describe(item)))
+                    .invalidResponse(
+                        expected: "a record with a string 'id' at data[\(index)]", found: Self.describe(item, in: text)))
             }
             let recordId = RecordID(collection: request.collection, id: id)
             records.append(
                 RemoteRecord(
                     id: recordId,
-                    version: try Self.version(fields["last_modified"], at: "data[\(index)].last_modified", record: recordId),
-                    fields: fields))
+                    version: try Self.version(
+                        text.member(item, "last_modified"), in: text, at: "data[\(index)].last_modified", record: recordId),
+                    text: text, node: item))
         }
         let next = try nextCursor(response.headers, path: path)
         return RecordPage(records: records, next: next)
@@ -209,9 +213,9 @@ extension KintoService {
         for condition in conditions {
             let name = condition.field.description
             let values = condition.values
-            func scalar(_ prefix: String) -> (String, String) { (prefix + name, values[0].jsonString()) }
+            func scalar(_ prefix: String) -> (String, String) { (prefix + name, json(values[0])) }
             func list(_ prefix: String) -> (String, String) {
-                (prefix + name, values.map { $0.jsonString() }.joined(separator: ","))
+                (prefix + name, values.map(json).joined(separator: ","))
             }
             switch condition.op {
             case .equal: parameters.append(scalar(""))
@@ -241,13 +245,47 @@ extension KintoService {
         return parameters
     }
 
+    /// `value` as JSON text; a string that needs no escape (a record id: a chunk of ids is a
+    /// hundred of them) without going through the writer.
+    private static func json(_ value: ModelValue) -> String {
+        if case .string(let text) = value,
+            text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 })
+        {
+            return "\"" + text + "\""
+        }
+        return value.jsonString()
+    }
+
     /// `name=value&…`, percent-encoded but for unreserved characters.
+    ///
+    /// Byte by byte over the UTF-8: Foundation's `addingPercentEncoding` on Linux goes through
+    /// `NSString` and UTF-16, and cost more than parsing the answer to a list request of 100 ids.
     static func encode(_ parameters: [(String, String)]) -> String {
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-        return parameters.map { name, value in
-            (name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name) + "="
-                + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
-        }.joined(separator: "&")
+        var bytes: [UInt8] = []
+        for (index, (name, value)) in parameters.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: "&")) }
+            percentEncode(name, into: &bytes)
+            bytes.append(UInt8(ascii: "="))
+            percentEncode(value, into: &bytes)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `text` to `bytes` with every byte but the unreserved ones (letters, digits, `-`,
+    /// `.`, `_`, `~`) as `%XX`.
+    private static func percentEncode(_ text: String, into bytes: inout [UInt8]) {
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0x0F)])
+            }
+        }
     }
 
     /// Fields Kinto filters on by name: plain names, none of which Kinto would read as an

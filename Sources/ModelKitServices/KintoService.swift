@@ -94,15 +94,18 @@ public final class KintoService: ModelService {
         let response = try await send("GET", path: recordPath(id), body: nil)
         switch response.status {
         case 200:
-            let body = try Self.json(response.body, record: id)
-            guard case .object(let data)? = body["data"] else {
-                throw .invalidResponse(at: "data", expected: "an object", found: Self.describe(body["data"]), record: id)
+            let text = try Self.jsonText(response.body, record: id)
+            guard let data = text.member(text.root, "data"), text.isObject(data) else {
+                throw .invalidResponse(
+                    at: "data", expected: "an object", found: Self.describe(text.member(text.root, "data"), in: text), record: id)
             }
-            guard case .string(let recordId)? = data["id"] else {
-                throw .invalidResponse(at: "data.id", expected: "a string", found: Self.describe(data["id"]), record: id)
+            guard let recordId = text.member(data, "id").flatMap(text.string) else {
+                throw .invalidResponse(
+                    at: "data.id", expected: "a string", found: Self.describe(text.member(data, "id"), in: text), record: id)
             }
-            let version = try Self.version(data["last_modified"], at: "data.last_modified", record: id)
-            return RemoteRecord(id: RecordID(collection: id.collection, id: recordId), version: version, fields: data)
+            let version = try Self.version(text.member(data, "last_modified"), in: text, at: "data.last_modified", record: id)
+            return RemoteRecord(
+                id: RecordID(collection: id.collection, id: recordId), version: version, text: text, node: data)
         default:
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(id)
         }
@@ -164,9 +167,10 @@ public final class KintoService: ModelService {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
-        let answer = try Self.json(response.body, record: nil)
-        guard case .array(let responses)? = answer["responses"] else {
-            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(answer["responses"]))
+        let text = try Self.jsonText(response.body, record: nil)
+        let list = text.member(text.root, "responses")
+        guard let responses = list.flatMap(text.elements) else {
+            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(list, in: text))
         }
         guard responses.count == chunk.count else {
             throw .invalidResponse(
@@ -174,9 +178,38 @@ public final class KintoService: ModelService {
         }
         var results: [RecordWriteResult] = []
         for (index, (write, sub)) in zip(chunk, responses).enumerated() {
-            results.append(result(of: write, sub, at: "responses[\(index)]", retried: response.attempts > 1))
+            results.append(
+                result(of: write, Self.answer(sub, in: text), at: "responses[\(index)]", retried: response.attempts > 1))
         }
         return results
+    }
+
+    /// The answer to one write of a batch, at `node` of the batch's answer, as a value: its
+    /// `status` and `path`, and when the write succeeded, of its `body` only the record's `id`
+    /// and `last_modified` (the record the server echoes is not read), else its `headers` and
+    /// `body`.
+    private static func answer(_ node: Int, in text: JSONRecordText) -> ModelValue {
+        guard text.isObject(node) else { return (try? text.value(node)) ?? .null }
+        var object = ModelValue.Object()
+        for key in ["status", "path"] {
+            if let member = text.member(node, key), let value = try? text.value(member) { object[key] = value }
+        }
+        var succeeded = false
+        if case .int(let status)? = object["status"], status == 200 || status == 201 { succeeded = true }
+        if !succeeded, let member = text.member(node, "headers"), let value = try? text.value(member) {
+            object["headers"] = value
+        }
+        guard let body = text.member(node, "body") else { return .object(object) }
+        if succeeded, let data = text.member(body, "data"), text.isObject(data) {
+            var record = ModelValue.Object()
+            for key in ["id", "last_modified"] {
+                if let member = text.member(data, key), let value = try? text.value(member) { record[key] = value }
+            }
+            object["body"] = ["data": .object(record)]
+        } else {
+            object["body"] = (try? text.value(body)) ?? .null
+        }
+        return .object(object)
     }
 
     /// What became of `write`, from its answer in a batch (at `path`, for messages).
@@ -251,6 +284,28 @@ public final class KintoService: ModelService {
             let preview = String(decoding: data.prefix(80), as: UTF8.self)
             throw ServiceError(.invalidResponse(expected: "JSON", found: "'\(preview)' (\(error))"), record: record)
         }
+    }
+
+    /// An answer's JSON text, parsed to be read where it lies (records are loaded from it).
+    static func jsonText(_ data: Data, record: RecordID?) throws(ServiceError) -> JSONRecordText {
+        do {
+            return try JSONRecordText(data)
+        } catch {
+            let preview = String(decoding: data.prefix(80), as: UTF8.self)
+            throw ServiceError(.invalidResponse(expected: "JSON", found: "'\(preview)' (\(error))"), record: record)
+        }
+    }
+
+    /// ``version(_:at:record:)`` of the value at `node` of `text`.
+    static func version(_ node: Int?, in text: JSONRecordText, at path: String, record: RecordID) throws(ServiceError)
+        -> RemoteVersion
+    {
+        try version(node.flatMap { try? text.value($0) }, at: path, record: record)
+    }
+
+    /// ``describe(_:)`` of the value at `node` of `text`.
+    static func describe(_ node: Int?, in text: JSONRecordText) -> String {
+        describe(node.flatMap { try? text.value($0) })
     }
 
     /// A record's version from its `last_modified` (at `path` in the answer, for messages).

@@ -10,9 +10,9 @@ import ModelKit
 /// context, then merged) and by fetches with references (decoded straight into the caller's).
 struct ModelIdAssignment {
     let caller: ModelContext
-    /// Each assigned record's model id, by "model/objectId": the `known` ids of
-    /// `RecordCodec.entry(for:modelName:modelId:context:known:)`.
-    private(set) var assigned: [String: ModelID] = [:]
+    /// Each assigned record's model id: the `known` ids of
+    /// `RecordCodec.load(_:as:into:known:)`.
+    private(set) var assigned: [RecordID: ModelID] = [:]
     private var used = Set<ModelID>()
 
     init(caller: ModelContext) {
@@ -22,7 +22,7 @@ struct ModelIdAssignment {
     /// Gives `record` the id `held` (the caller's model for it), or else a free one; `nil` when
     /// the record already has one.
     mutating func assign(_ record: RemoteRecord, held: ModelID?) -> ModelID? {
-        let key = "\(record.id.collection)/\(record.id.id)"
+        let key = record.id
         guard assigned[key] == nil else { return nil }
         let id = held ?? freeId(of: record)
         used.insert(id)
@@ -43,11 +43,30 @@ struct ModelIdAssignment {
 
     /// The record's own model id when no other model has it, else a new one.
     private func freeId(of record: RemoteRecord) -> ModelID {
-        if let text = record.fields["modelId"]?.stringValue, let id = ModelID(text), !used.contains(id),
+        if let text = record.storedModelId, let id = ModelID(text), !used.contains(id),
             caller.model(withId: id) == nil
         {
             return id
         }
-        return ModelID(UUID())
+        return ModelID(RandomUUID.make())
+    }
+}
+
+/// Random (version 4) UUIDs for object ids and model ids, from the system's generator: on Linux
+/// Foundation's `UUID()` opens, reads and closes `/dev/urandom` for each one, which cost more than
+/// the rest of planning a save.
+enum RandomUUID {
+    static func make() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        var words = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &words) { raw in
+            raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
+            raw[8] = (raw[8] & 0x3F) | 0x80  // variant 1
+            return UUID(
+                uuid: (
+                    raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10], raw[11], raw[12],
+                    raw[13], raw[14], raw[15]
+                ))
+        }
     }
 }

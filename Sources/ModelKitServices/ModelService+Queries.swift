@@ -144,7 +144,7 @@ extension ModelService {
     /// server-side order go by that id).
     private static func keepModelIds<M: Model>(_ records: [RemoteRecord], _ type: M.Type, in context: ModelContext) -> Bool {
         records.allSatisfy { record in
-            guard let text = record.fields["modelId"]?.stringValue, let id = ModelID(text) else { return false }
+            guard let text = record.storedModelId, let id = ModelID(text) else { return false }
             if let model = context.model(M.self, objectId: record.id.id) { return model.modelId == id }
             return context.model(withId: id) == nil
         }

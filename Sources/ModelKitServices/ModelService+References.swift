@@ -35,7 +35,7 @@ extension ModelService {
     func referencedRecords(of start: [RemoteRecord], walk: ReferenceWalk) async throws(ServiceError) -> ReferencedRecords {
         var result = ReferencedRecords()
         guard walk.depth != 0, !start.isEmpty else { return result }
-        var known = Set(start.map { "\($0.id.collection)/\($0.id.id)" })
+        var known = Set(start.map(\.id))
         var level = start
         var hops = 0
         var canList = true
@@ -43,11 +43,13 @@ extension ModelService {
             hops += 1
             var wanted: [String: [String]] = [:]
             for record in level {
-                for (key, value) in record.fields where walk.fields?.contains(key) ?? true {
-                    Self.pointers(in: value) { model, objectId in
-                        guard known.insert("\(model)/\(objectId)").inserted else { return }
-                        wanted[model, default: []].append(objectId)
-                    }
+                let text = record.text
+                text.forEachPointer(in: record.node, fields: walk.fields) { pointer in
+                    guard let model = text.member(pointer, "model").flatMap(text.string),
+                        let objectId = text.member(pointer, "objectId").flatMap(text.string),
+                        known.insert(RecordID(collection: model, id: objectId)).inserted
+                    else { return }
+                    wanted[model, default: []].append(objectId)
                 }
             }
             level = []
@@ -57,12 +59,17 @@ extension ModelService {
                 // One to an impossible id names no record: it reads as none.
                 guard RecordCodec.isValidId(collection), ModelRegistry.type(named: collection) is any RemoteModel.Type
                 else { continue }
-                let valid = ids.filter(RecordCodec.isValidId)
-                result.missing.formUnion(ids.map { "\(collection)/\($0)" })
+                var valid: [String] = []
+                for id in ids {
+                    if RecordCodec.isValidId(id) { valid.append(id) } else { result.missing.insert("\(collection)/\(id)") }
+                }
                 for offset in stride(from: 0, to: valid.count, by: 100) {
                     let chunk = Array(valid[offset..<min(offset + 100, valid.count)])
                     let found = try await records(chunk, of: collection, walk: walk, canList: &canList)
-                    for record in found { result.missing.remove("\(collection)/\(record.id.id)") }
+                    if found.count < chunk.count {
+                        let foundIds = Set(found.map(\.id.id))
+                        for id in chunk where !foundIds.contains(id) { result.missing.insert("\(collection)/\(id)") }
+                    }
                     level += found
                     result.records += found
                     guard start.count + result.records.count <= walk.maximumRecords else { throw walk.tooMany }
@@ -140,23 +147,5 @@ extension ModelService {
             cursor = page.next
         } while cursor != nil
         return records
-    }
-
-    /// Calls `body` with the model name and object id of each pointer in `value`.
-    private static func pointers(in value: ModelValue, _ body: (String, String) -> Void) {
-        switch value {
-        case .array(let elements):
-            for element in elements { pointers(in: element, body) }
-        case .object(let object):
-            if object["__type"] == "ModelPointer" {
-                if let model = object["model"]?.stringValue, let objectId = object["objectId"]?.stringValue {
-                    body(model, objectId)
-                }
-            } else {
-                for (_, element) in object { pointers(in: element, body) }
-            }
-        default:
-            break
-        }
     }
 }

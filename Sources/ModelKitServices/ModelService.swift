@@ -42,12 +42,56 @@ public struct RemoteVersion: Hashable, Sendable {
 public struct RemoteRecord: Sendable {
     public let id: RecordID
     public let version: RemoteVersion
-    public let fields: ModelValue.Object
+    /// The record as JSON text, parsed once: models are loaded from it where it lies.
+    let text: JSONRecordText
+    /// The record's object in `text`.
+    let node: Int
+    /// Fields whose text does not parse back (nested deeper than JSON text is read), kept as
+    /// given: `text` is then `null`, and loading the record fails with that reason.
+    private let unreadable: ModelValue.Object?
 
+    /// A record with these fields (an adapter that has them as values; Kinto's records are read
+    /// from its answers' text).
+    ///
+    /// - Complexity: O(*n*) in the size of the fields, which are written out as JSON text and
+    ///   parsed back: records are loaded one way, from text.
     public init(id: RecordID, version: RemoteVersion, fields: ModelValue.Object) {
         self.id = id
         self.version = version
-        self.fields = fields
+        if let text = try? JSONRecordText(ModelValue.object(fields).jsonData()) {
+            self.text = text
+            unreadable = nil
+        } else {
+            text = Self.null
+            unreadable = fields
+        }
+        node = text.root
+    }
+
+    /// The text `null` (which parses).
+    private static let null = (try? JSONRecordText(Data("null".utf8)))!
+
+    /// The record at `node` of an answer's text, which must be an object.
+    init(id: RecordID, version: RemoteVersion, text: JSONRecordText, node: Int) {
+        self.id = id
+        self.version = version
+        self.text = text
+        self.node = node
+        unreadable = nil
+    }
+
+    /// The record's fields.
+    ///
+    /// - Complexity: O(*n*) in the size of the record: they are read from its text.
+    public var fields: ModelValue.Object {
+        if let unreadable { return unreadable }
+        guard case .object(let object)? = try? text.value(node) else { return ModelValue.Object() }
+        return object
+    }
+
+    /// The `modelId` field, when it is a string.
+    var storedModelId: String? {
+        text.member(node, "modelId").flatMap(text.string)
     }
 }
 

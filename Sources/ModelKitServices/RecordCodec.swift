@@ -12,6 +12,8 @@ enum RecordCodec {
     static let headerFields: Set<String> = ["modelId", "createdAt", "updatedAt"]
     /// Fields the server sets or reserves (Kinto's), never properties.
     static let serverFields: Set<String> = ["id", "last_modified", "deleted", "schema"]
+    /// Fields that are not properties: the header's and the server's.
+    static let nonPropertyFields = serverFields.union(headerFields)
 
     /// Whether `id` is accepted as a record or collection id (Kinto's rule, which Parse's ids
     /// also follow): letters, digits, `_` and `-`, not starting with `_` or `-`.
@@ -91,96 +93,93 @@ enum RecordCodec {
         }
     }
 
-    /// The model dictionary (ModelPointer format, JSON form) for `record`, for the model
-    /// `modelId` of `context`. Pointers are given the model id of the model with that object id
-    /// in the context, or a fresh one (loading makes a placeholder for it).
+    /// Checks the pointers in the fields of `record` that can be properties: each must name a
+    /// registered model type and an object id, as strings.
     ///
-    /// `known` gives the model ids of records decoded together with this one ("model/objectId"
-    /// keys), for pointers to records the context does not hold yet; the fresh ids given to
-    /// other pointers are added to it, so that every record of a batch that points to the same
-    /// missing model points to one placeholder.
-    static func entry(
-        for record: RemoteRecord, modelName: String, modelId: ModelID, context: ModelContext,
-        known: inout [String: ModelID]
-    ) throws(ServiceError) -> ModelValue {
-        // The table moves into the resolver and back, never copied: a copy per record would
-        // make a batch of n records cost O(n²).
-        var resolver = PointerResolver(context: context, record: record.id, known: [:])
-        swap(&known, &resolver.known)
-        defer { swap(&known, &resolver.known) }
-        var properties: [(String, ModelValue)] = []
-        for (key, value) in record.fields where !serverFields.contains(key) && !headerFields.contains(key) {
-            properties.append((key, try resolver.incoming(value)))
+    /// - Throws: ``ServiceError/Code/invalidResponse`` for the first that does not.
+    static func checkPointers(of record: RemoteRecord) throws(ServiceError) {
+        let text = record.text
+        do {
+            try text.forEachPointer(in: record.node, skipping: nonPropertyFields) { pointer in
+                guard let model = text.member(pointer, "model").flatMap(text.string),
+                    text.member(pointer, "objectId").flatMap(text.string) != nil
+                else {
+                    let found = (try? text.value(pointer)).map { "\($0)" } ?? "a pointer"
+                    throw ServiceError(
+                        .invalidResponse(expected: "a ModelPointer with a model name and an object id as strings", found: found),
+                        record: record.id)
+                }
+                guard ModelRegistry.type(named: model) != nil else {
+                    throw ServiceError(
+                        .invalidResponse(expected: "a pointer to a registered model type", found: "a pointer to '\(model)'"),
+                        record: record.id)
+                }
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError(.invalidResponse(expected: "a record", found: "\(error)"), record: record.id)
         }
-        var pairs: [(String, ModelValue)] = [
-            ("model", .string(modelName)), ("modelId", .string(modelId.description)), ("objectId", .string(record.id.id)),
-        ]
-        for key in ["createdAt", "updatedAt"] {
-            if let value = record.fields[key] { pairs.append((key, value)) }
+    }
+
+    /// Loads `records` (each checked with ``checkPointers(of:)``) into `context` as the models
+    /// `modelId`, all or nothing, and returns the first, which must be an `M`. Their fields are
+    /// the models' properties, but for the header's and the server's (a property of such a name,
+    /// which a save refuses, keeps its default value).
+    ///
+    /// A pointer becomes a reference to the model `known` gives for its record (the records
+    /// loaded together, which have the ids of the context's models where it holds them), else to
+    /// the model of `context` with its object id, else to a new placeholder; pointers to one
+    /// missing record share one placeholder.
+    ///
+    /// - Throws: The loader's ``ModelKit/SerializationError``, whose model index is the index in
+    ///   `records`; the context is then unchanged.
+    static func load<M: Model>(
+        _ records: [(record: RemoteRecord, modelId: ModelID)], as type: M.Type, into context: ModelContext,
+        known: [RecordID: ModelID]
+    ) throws -> M {
+        let loadable = records.map { record, modelId in
+            LoadableRecord(
+                text: record.text, node: record.node, modelName: record.id.collection, modelId: modelId,
+                objectId: record.id.id)
         }
-        pairs.append(("properties", .object(ModelValue.Object(properties))))
-        return .object(ModelValue.Object(pairs))
+        let table = PointerTable(context: context, known: known)
+        return try M.load(records: loadable, in: context, hiding: nonPropertyFields) { table.id(model: $0, objectId: $1) }
     }
 }
 
-/// Gives the pointers of a record the model ids of the context's models.
-private struct PointerResolver {
+/// Gives the pointers of records the model ids of the context's models, of the records loaded
+/// together, or fresh ones (kept, so that pointers to one record become one placeholder).
+private final class PointerTable {
     let context: ModelContext
-    let record: RecordID
-    /// Model ids of records decoded in the same batch, and fresh ids for targets that neither
-    /// the batch nor the context holds, by "model/objectId", so that pointers to one record
-    /// become one placeholder.
-    var known: [String: ModelID]
+    var known: [RecordID: ModelID]
+    /// Registered types by model name (the registry takes a lock).
+    private var types: [String: (any Model.Type)?] = [:]
 
-    init(context: ModelContext, record: RecordID, known: [String: ModelID]) {
+    init(context: ModelContext, known: [RecordID: ModelID]) {
         self.context = context
-        self.record = record
         self.known = known
     }
 
-    mutating func incoming(_ value: ModelValue) throws(ServiceError) -> ModelValue {
-        switch value {
-        case .array(let elements):
-            var out: [ModelValue] = []
-            out.reserveCapacity(elements.count)
-            for element in elements { out.append(try incoming(element)) }
-            return .array(out)
-        case .object(let object):
-            if object["__type"] == "ModelPointer" {
-                guard let model = object["model"]?.stringValue, let objectId = object["objectId"]?.stringValue else {
-                    throw ServiceError(
-                        .invalidResponse(
-                            expected: "a ModelPointer with a model name and an object id as strings", found: "\(object)"),
-                        record: record)
-                }
-                guard let type = ModelRegistry.type(named: model) else {
-                    throw ServiceError(
-                        .invalidResponse(expected: "a pointer to a registered model type", found: "a pointer to '\(model)'"),
-                        record: record)
-                }
-                let key = "\(model)/\(objectId)"
-                let id = existingId(of: type, objectId: objectId) ?? freshId(key)
-                return [
-                    "__type": "ModelPointer", "model": .string(model), "modelId": .string(id.description),
-                    "objectId": .string(objectId),
-                ]
-            }
-            var pairs: [(String, ModelValue)] = []
-            for (key, element) in object { pairs.append((key, try incoming(element))) }
-            return .object(ModelValue.Object(pairs))
-        default:
-            return value
-        }
-    }
-
-    private func existingId<T: Model>(of type: T.Type, objectId: String) -> ModelID? {
-        context.model(type, objectId: objectId)?.modelId
-    }
-
-    private mutating func freshId(_ key: String) -> ModelID {
+    func id(model: String, objectId: String) -> ModelID {
+        // The records loaded together first: their ids are those of the context's models where
+        // it holds them, so asking the context (under its lock) would give the same answer.
+        let key = RecordID(collection: model, id: objectId)
         if let id = known[key] { return id }
-        let id = ModelID(UUID())
+        let type: (any Model.Type)?
+        if let cached = types[model] {
+            type = cached
+        } else {
+            type = ModelRegistry.type(named: model)
+            types[model] = type
+        }
+        if let type, let held = Self.held(type, objectId, in: context) { return held }
+        let id = ModelID(RandomUUID.make())
         known[key] = id
         return id
+    }
+
+    private static func held<T: Model>(_ type: T.Type, _ objectId: String, in context: ModelContext) -> ModelID? {
+        context.model(T.self, objectId: objectId)?.modelId
     }
 }

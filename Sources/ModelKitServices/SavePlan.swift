@@ -11,7 +11,8 @@ import ModelKit
 struct SavePlan {
     struct Item {
         let model: any Model
-        let properties: ModelValue.Object?
+        /// Its values when the plan was made.
+        let values: ModelValuesSnapshot
     }
 
     private(set) var writes: [RecordWrite] = []
@@ -37,7 +38,7 @@ struct SavePlan {
                         .invalidModel(expected: "references to RemoteModel types only", found: "one to a \(entry["model"] ?? "?")"))
                 }
                 if model.objectId == nil, model.modelState != .needsData {
-                    model.objectId = UUID().uuidString
+                    model.objectId = RandomUUID.make().uuidString
                     assignedIds.append(model)
                 }
                 models[modelId] = model
@@ -67,7 +68,7 @@ struct SavePlan {
                 } else {
                     writes.append(.create(record, fields: fields))
                 }
-                items.append(Item(model: model, properties: try? model.properties))
+                items.append(Item(model: model, values: model.valuesSnapshot()))
             }
         } catch {
             rollBack()
@@ -86,8 +87,7 @@ struct SavePlan {
             guard case .written(let version) = result else { continue }
             versions.versions[item.model.modelId] = version
             // Values changed while the request was in flight stay changes.
-            let unchanged = item.properties != nil && (try? item.model.properties) == item.properties
-            item.model.markSaved(resettingChanges: unchanged)
+            item.model.markSaved(resettingChanges: item.values.isUnchanged)
         }
     }
 

@@ -259,6 +259,38 @@ struct KintoServiceTests {
         try await second.fetch(readBack)
         #expect(readBack.name == "Second")
     }
+
+    @Test("A record's server and header fields are never read as properties of the same name; its dates are the model's")
+    func serverFieldsAreNotProperties() async throws {
+        try ModelRegistry.register(Stamped.self)
+        let service = try await KintoServer.freshService()
+        let server = try await KintoServer.shared.value
+        let collection = "/buckets/\(service.bucket)/collections/Stamped"
+        #expect(try await server.request("PUT", collection).status == 201)
+        let put = try await server.request(
+            "PUT", "\(collection)/records/s1",
+            body: ["data": ["name": "S", "createdAt": ["__type": "Date", "iso": "2020-01-02T03:04:05Z"]]])
+        #expect(put.status == 201)
+
+        let context = ModelContext()
+        let model = Stamped.instance(objectId: "s1", in: context)
+        try await service.fetch(model)
+        #expect(model.modelState == .loaded)
+        #expect(model.name == "S")
+        // The server's `last_modified` is the record's version, not the property's value.
+        #expect(model.last_modified == -1)
+        #expect(model.createdAt == Date(timeIntervalSince1970: 1_577_934_245))
+    }
+}
+
+/// A model with a property named like a field Kinto sets (a save refuses it; another client may
+/// still write such records).
+final class Stamped: ModelObject<Stamped.Properties>, RemoteModel {
+    struct Properties: ModelProperties {
+        var name = ""
+        // swift-format-ignore: AlwaysUseLowerCamelCase
+        var last_modified = -1
+    }
 }
 
 @Suite("ServiceError without a server")

@@ -16,7 +16,7 @@ struct Options: Equatable {
     /// Also runs NSKeyedArchiver and NSKeyedUnarchiver above their limits
     /// (`Benchmarks.flatArchiveLimit`, `Benchmarks.slowPeerLimit`).
     var full = false
-    /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
+    /// Runs only these subjects of the write, load and service benchmarks (`--subjects`), all when `nil`.
     var subjects: [String]?
 
     /// Whether `--filter` selects the benchmark called `name`.
@@ -73,8 +73,9 @@ enum CLI {
                            100000 posts on Linux; on the archive with arrays above 10000
                            posts on Linux, 100000 elsewhere (--subjects picks one of them)
           --subjects NAME,...
-                           run only these subjects of write-json, load-json, write-plist
-                           and load-plist (for example ModelKit, to re-measure it alone)
+                           run only these subjects of write-json, load-json, write-plist,
+                           load-plist and service-* (for example ModelKit, to re-measure
+                           it alone)
           --verbose        also print every run's time (to standard error)
           -h, --help       print this help
 

@@ -246,32 +246,57 @@ func processCPUSeconds() -> Double {
     return value(usage.ru_utime) + value(usage.ru_stime)
 }
 
-/// The CPU time so far of this process's threads other than libdispatch's overcommit threads:
-/// the main thread and the pool that runs Swift tasks, where the subjects' own code runs
-/// (planning, encoding, decoding, merging) and also URLSession's delegate callbacks, but not the
-/// serial queues where swift-corelibs-foundation's URLSession drives libcurl and waits on
-/// sockets. Linux only (from `/proc/self/task`), in clock ticks (10 ms); a thread that exits
-/// meanwhile takes its time with it.
-func taskThreadsCPUSeconds() -> Double? {
+/// The CPU time so far of each of this process's threads other than libdispatch's overcommit
+/// threads, by thread id: the main thread and the pool that runs Swift tasks, where the subjects'
+/// own code runs (planning, encoding, decoding, merging) and also URLSession's delegate callbacks,
+/// but not the serial queues where swift-corelibs-foundation's URLSession drives libcurl and waits
+/// on sockets. Linux only (from `/proc/self/task`): each thread's scheduler run time
+/// (`se.sum_exec_runtime` in `sched`, to the microsecond) where the kernel shows it, else its user
+/// and system time in clock ticks (10 ms), too coarse for the few milliseconds a small run takes.
+func taskThreadsCPUSeconds() -> [String: Double]? {
     #if os(Linux)
         guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        var total = 0.0
+        var times: [String: Double] = [:]
         for thread in threads {
             guard let name = try? String(contentsOfFile: "/proc/self/task/\(thread)/comm", encoding: .utf8),
-                !name.contains("overcommit"),
-                let stat = try? String(contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8),
+                !name.contains("overcommit")
+            else { continue }
+            if let milliseconds = scheduledMilliseconds(thread: thread) {
+                times[thread] = milliseconds / 1e3
+                continue
+            }
+            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8),
                 let end = stat.lastIndex(of: ")")
             else { continue }
             // After the name: state, then 10 fields, then utime and stime (fields 14 and 15).
             let fields = stat[stat.index(after: end)...].split(separator: " ")
             guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
-            total += (user + system) / ticks
+            times[thread] = (user + system) / ticks
         }
-        return total
+        return times
     #else
         return nil
     #endif
+}
+
+/// The CPU time the task threads used between two readings of ``taskThreadsCPUSeconds()``: each
+/// thread alive at the end, from its time at the start (0 for a thread started meanwhile). A
+/// thread that exited meanwhile (libdispatch lets idle workers go) takes its time with it, so it
+/// is left out rather than subtracted.
+func taskThreadsCPUSeconds(from before: [String: Double], to after: [String: Double]) -> Double {
+    after.reduce(0) { total, thread in total + max(0, thread.value - (before[thread.key] ?? 0)) }
+}
+
+/// The time thread `thread` of this process has run, in milliseconds, from the `se.sum_exec_runtime`
+/// line of `/proc/self/task/<thread>/sched` (kernels with scheduler debugging), or nil.
+private func scheduledMilliseconds(thread: String) -> Double? {
+    // Found, not split into lines: the reading runs partly inside the timed region.
+    guard let text = try? String(contentsOfFile: "/proc/self/task/\(thread)/sched", encoding: .utf8),
+        let key = text.range(of: "se.sum_exec_runtime"), let colon = text[key.upperBound...].firstIndex(of: ":")
+    else { return nil }
+    let rest = text[text.index(after: colon)...]
+    return Double(rest.prefix { $0 != "\n" }.trimmingCharacters(in: .whitespaces))
 }
 
 /// Times `body`: wall clock, this process's CPU, and what `metrics` counted meanwhile.
@@ -287,13 +312,15 @@ func timed(models: Int, metrics: () -> ServiceMetrics, _ body: () async throws -
     let taskCPUAfter = taskThreadsCPUSeconds()
     return ServiceSample(
         seconds: seconds(end - start), cpuSeconds: cpuAfter - cpu,
-        taskCPUSeconds: taskCPU.flatMap { before in taskCPUAfter.map { $0 - before } }, metrics: metrics() - before,
+        taskCPUSeconds: taskCPU.flatMap { before in taskCPUAfter.map { taskThreadsCPUSeconds(from: before, to: $0) } }, metrics: metrics() - before,
         models: models)
 }
 
 /// Runs every subject `session.runs` times, interleaved as ``measure(_:session:)`` does, and
-/// returns their medians (each column's median on its own) in a table.
+/// returns their medians (each column's median on its own) in a table; with `--subjects`, only
+/// the subjects named.
 func measureService(_ subjects: [ServiceSubject], n: Int, session: inout Session) async throws -> BenchmarkResult {
+    let subjects = subjects.filter { session.includes(subject: $0.name) }
     var samples = [[ServiceSample]](repeating: [], count: subjects.count)
     for round in 0..<session.runs {
         for offset in subjects.indices {

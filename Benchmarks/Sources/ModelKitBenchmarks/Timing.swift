@@ -49,10 +49,10 @@ struct Session {
     var checksum = Checksum()
     /// Also runs the slowest peers at the largest sizes (`--full`).
     var full = false
-    /// Runs only these subjects of the write and load benchmarks (`--subjects`), all when `nil`.
+    /// Runs only these subjects of the write, load and service benchmarks (`--subjects`), all when `nil`.
     var subjects: [String]?
 
-    /// Whether the write and load benchmarks run `subject`.
+    /// Whether the write, load and service benchmarks run `subject`.
     func includes(subject: String) -> Bool {
         subjects?.contains(subject) ?? true
     }

@@ -17,6 +17,41 @@ extension Model {
     }
 }
 
+extension Model {
+    /// The model's values now, to tell after an asynchronous save whether they changed while it
+    /// was in flight (``ModelValuesSnapshot/isUnchanged``).
+    ///
+    /// ModelKitServices takes one for every model it writes. A copy of the values costs next to
+    /// nothing (their strings and arrays are shared); encoding them, which comparing needs in
+    /// general, is only done when the copy and the values then differ bit for bit.
+    package func valuesSnapshot() -> ModelValuesSnapshot {
+        let values = storage.values
+        return ModelValuesSnapshot { [self] in
+            let now = storage.values
+            let same = withUnsafeBytes(of: values) { before in
+                withUnsafeBytes(of: now) { after in
+                    before.count == after.count
+                        && (before.isEmpty || memcmp(before.baseAddress!, after.baseAddress!, before.count) == 0)
+                }
+            }
+            if same { return true }
+            // Bits differ when a value was written, also with an equal one (or in padding): the
+            // values' trees decide, as ``properties`` would.
+            guard let old = try? GraphStreamWriter.valueTree(of: values), let new = try? GraphStreamWriter.valueTree(of: now)
+            else { return false }
+            return old == new
+        }
+    }
+}
+
+/// A model's values at some moment (``Model/valuesSnapshot()``).
+package struct ModelValuesSnapshot {
+    fileprivate let compare: () -> Bool
+
+    /// Whether the model's persisted values are those of the snapshot.
+    package var isUnchanged: Bool { compare() }
+}
+
 extension ModelContext {
     /// State that another target of this package keeps per context, by key: ModelKitServices
     /// keeps there the server version (ETag) of each record it saved or fetched into this context,

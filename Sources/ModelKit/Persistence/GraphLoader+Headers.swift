@@ -93,15 +93,7 @@ extension GraphLoader {
         }
         func date(_ dateNode: Int?, _ key: String) throws -> Date? {
             guard let dateNode else { return nil }
-            // The forms ModelKit writes, read directly; anything else (or null) as a property.
-            if let date = try? DirectPlan.date(dateNode, document) { return date }
-            guard try !document.isNull(dateNode) else { return nil }
-            let dates = TreeDecoder(document: document, node: node, defaults: nil, loader: self, codingPath: [], depth: 1)
-            do {
-                return try dates.date(dateNode, [IndexKey(stringValue: key)])
-            } catch let error as SerializationError {
-                throw error.located(modelIndex: index, modelName: name)
-            }
+            return try headerDate(dateNode, key: key, in: document, record: node, index: index, name: name)
         }
         let createdAt = try date(createdNode, "createdAt")
         let updatedAt = try date(updatedNode, "updatedAt")
@@ -113,6 +105,22 @@ extension GraphLoader {
         return Header(
             name: name, id: id, objectId: objectId, createdAt: createdAt, updatedAt: updatedAt,
             properties: propertiesNode.map(handle) ?? Header.noProperties)
+    }
+
+    /// The date at `node`, the value of header key `key` of the model dictionary (or record)
+    /// `record`, the model at `index`; nil for null.
+    func headerDate<D: TreeDocument>(_ node: Int, key: String, in document: D, record: Int, index: Int, name: String) throws
+        -> Date?
+    {
+        // The forms ModelKit writes, read directly; anything else (or null) as a property.
+        if let date = try? DirectPlan.date(node, document) { return date }
+        guard try !document.isNull(node) else { return nil }
+        let dates = TreeDecoder(document: document, node: record, defaults: nil, loader: self, codingPath: [], depth: 1)
+        do {
+            return try dates.date(node, [IndexKey(stringValue: key)])
+        } catch let error as SerializationError {
+            throw error.located(modelIndex: index, modelName: name)
+        }
     }
 
     /// Checks the envelope's format name and version.

@@ -28,7 +28,10 @@ extension GraphLoader {
         }
         let id: ModelID
         var objectNode: Int?
-        if let compact = compactPointerId(pointer, in: document, as: T.self) {
+        if pointerIds != nil {
+            // A record's pointer: by object id, whatever else it holds.
+            (id, objectNode) = try readPointer(pointer, in: document, as: T.self, fail: fail)
+        } else if let compact = compactPointerId(pointer, in: document, as: T.self) {
             id = compact
         } else if D.nodesAreShared, pointerKeys.nameType == ObjectIdentifier(T.self),
             let shared = document.pointerId(pointer, matching: pointerKeys)
@@ -163,6 +166,12 @@ extension GraphLoader {
                     .modelTypeConflict, "", "a pointer to a \(expectedName)", "a pointer to a \(try document.string(nameNode))")
             }
             if D.nodesAreShared { (pointerKeys.nameValue, pointerKeys.nameType) = (nameNode, ObjectIdentifier(T.self)) }
+        }
+        if let pointerIds {
+            guard let objectNode, document.kind(of: objectNode) == .string else {
+                throw fail(.valueNotFound, ".objectId", "the object id of the pointer's target", "no \"objectId\" string")
+            }
+            return (pointerIds(expectedName, try document.string(objectNode)), objectNode)
         }
         guard let idNode, document.kind(of: idNode) == .string else {
             throw fail(.valueNotFound, ".modelId", "the model id of the pointer's target", "no \"modelId\" string")

@@ -131,6 +131,9 @@ final class GraphLoader {
     /// The last name `type(named:)` found a type for, and the type.
     @exclusivity(unchecked) private var lastTypeName = ""
     @exclusivity(unchecked) private var lastType: (any Model.Type)?
+    /// For records (see `RecordSource.swift`): the model id of a pointer's target from its model
+    /// name and object id, which records' pointers give instead of a model id.
+    @exclusivity(unchecked) var pointerIds: ((String, String) -> ModelID)?
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsLoader = GraphLoader.detached()
 
