@@ -9,8 +9,10 @@ import Foundation
 /// JSON text parsed once into a tape, kept for reading: a server's answer, whose records are
 /// read where they lie (their fields, their pointers) and loaded as models without a
 /// ``ModelValue`` tree in between.
-///
-/// Immutable once made, so it can be shared between threads.
+// Unchecked: `storage` and `tape` hold unsafe pointers, which the compiler cannot prove safe to
+// share; both are written only in `init` (the bytes, then the tape parsed from them) and only
+// read afterwards, and the bytes live until `deinit`, so readers on any thread see the same
+// immutable text.
 package final class JSONRecordText: @unchecked Sendable {
     private let storage: UnsafeMutableBufferPointer<UInt8>
     let tape: JSONTape

@@ -155,12 +155,10 @@ extension ModelArray: EmptyReference {
 }
 
 /// The relationships a model type declares, checked against their inverses.
-// Unchecked: every stored property is a `let` of immutable values.
-final class RelationshipTable: @unchecked Sendable {
+final class RelationshipTable: Sendable {
     /// A class, so that handing a field out (on every write of a reference) copies no
     /// existentials.
-    // Unchecked: every stored property is a `let` of immutable values.
-    final class Field: @unchecked Sendable {
+    final class Field: Sendable {
         /// The property's coding key, for messages.
         let name: String
         let rule: DeleteRule
