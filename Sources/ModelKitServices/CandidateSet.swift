@@ -48,10 +48,9 @@ struct CandidateSet<M: RemoteModel> {
         // once such a model is deleted.
         if !referenced.missing.isEmpty {
             for model in scratch.allModels where model.modelState == .needsData {
-                guard let objectId = model.objectId, referenced.missing.contains("\(type(of: model).modelName)/\(objectId)")
-                else {
-                    continue
-                }
+                guard let objectId = model.objectId,
+                    referenced.missing.contains(RecordID(collection: type(of: model).modelName, id: objectId))
+                else { continue }
                 model.removeFromContext()
             }
         }

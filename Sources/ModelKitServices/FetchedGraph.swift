@@ -38,9 +38,7 @@ enum FetchedGraph {
         }
         for (record, id) in merged { versions.versions[id] = record.version }
         // Nothing can fail from here on: the merge is done.
-        for key in referenced.missing {
-            guard let slash = key.firstIndex(of: "/") else { continue }
-            let id = RecordID(collection: String(key[..<slash]), id: String(key[key.index(after: slash)...]))
+        for id in referenced.missing {
             guard let model = ModelIdAssignment.heldModel(for: id, in: context), model.modelState == .needsData,
                 !model.hasChanges
             else { continue }

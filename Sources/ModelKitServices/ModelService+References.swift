@@ -21,8 +21,8 @@ struct ReferenceWalk {
 /// The records that a walk reached, and the pointers to records the server does not have.
 struct ReferencedRecords {
     var records: [RemoteRecord] = []
-    /// "model/objectId" of records looked for and not found: references to them read as none.
-    var missing: Set<String> = []
+    /// Records looked for and not found: references to them read as none.
+    var missing: Set<RecordID> = []
 }
 
 extension ModelService {
@@ -61,14 +61,20 @@ extension ModelService {
                 else { continue }
                 var valid: [String] = []
                 for id in ids {
-                    if RecordCodec.isValidId(id) { valid.append(id) } else { result.missing.insert("\(collection)/\(id)") }
+                    if RecordCodec.isValidId(id) {
+                        valid.append(id)
+                    } else {
+                        result.missing.insert(RecordID(collection: collection, id: id))
+                    }
                 }
                 for offset in stride(from: 0, to: valid.count, by: 100) {
                     let chunk = Array(valid[offset..<min(offset + 100, valid.count)])
                     let found = try await records(chunk, of: collection, walk: walk, canList: &canList)
                     if found.count < chunk.count {
                         let foundIds = Set(found.map(\.id.id))
-                        for id in chunk where !foundIds.contains(id) { result.missing.insert("\(collection)/\(id)") }
+                        for id in chunk where !foundIds.contains(id) {
+                            result.missing.insert(RecordID(collection: collection, id: id))
+                        }
                     }
                     level += found
                     result.records += found

@@ -94,8 +94,7 @@ import Synchronization
     /// Whether anybody wants to hear about the changes of a model with `tracker` (or none),
     /// apart from Observation.
     @usableFromInline static func hasListeners(_ tracker: ChangeTracker?, context: ModelContext?) -> Bool {
-        ModelNotifications.isEnabled || (tracker?.listening?.hasListeners ?? false)
-            || (context?.changeObservers.isEmpty == false) || context?.undoManager != nil
+        ModelNotifications.isEnabled || (tracker?.listening?.hasListeners ?? false) || (context?.hasChangeListeners ?? false)
     }
 }
 

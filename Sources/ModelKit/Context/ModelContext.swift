@@ -155,6 +155,9 @@ public final class ModelContext {
     /// A journal for the next mutation of a to-many reference with an inverse, kept between
     /// mutations so that each one allocates nothing for it (see `ModelArrayJournal`).
     @exclusivity(unchecked) var spareJournal: ModelArrayJournal.Spare?
+    /// Whether the context has change observers or an undo manager: each wants to hear about
+    /// every write of its models.
+    @usableFromInline var hasChangeListeners: Bool { !changeObservers.isEmpty || undoManager != nil }
     /// The change epoch at which nobody was found listening to the writes of the context's
     /// models (see `nobodyListens()`).
     @exclusivity(unchecked) private var quietSinceEpoch: UInt32 = 0
@@ -167,9 +170,7 @@ public final class ModelContext {
     func nobodyListens() -> Bool {
         let epoch = ChangeEpoch.current
         if quietSinceEpoch == epoch { return true }
-        guard changeObservers.isEmpty, undoManager == nil, !hasIndexes, !ModelNotifications.isEnabled else {
-            return false
-        }
+        guard !hasChangeListeners, !hasIndexes, !ModelNotifications.isEnabled else { return false }
         quietSinceEpoch = epoch
         return true
     }

@@ -129,18 +129,9 @@ extension Model {
                 return
             }
             let quiet = storage.box.writesQuietlyKeepingInverses
-            guard let field = inverseField(keyPath) else {
-                if quiet {
-                    storage.values[keyPath: keyPath] = ModelRef(newValue)
-                } else {
-                    let pending = _willChange()
-                    storage.values[keyPath: keyPath] = ModelRef(newValue)
-                    _didChange(pending)
-                }
-                return
-            }
+            let field = inverseField(keyPath)
             // Both sides' changes in one undo group (no undo manager listens while quiet).
-            let undo = quiet ? nil : storage.context?.undoManager
+            let undo = field == nil || quiet ? nil : storage.context?.undoManager
             undo?.beginUndoGrouping()
             if quiet {
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
@@ -149,7 +140,7 @@ extension Model {
                 storage.values[keyPath: keyPath] = ModelRef(newValue)
                 _didChange(pending)
             }
-            field.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
+            field?.propagate(owner: self, removed: old.id.map { [$0] } ?? [], added: newValue.map { [$0] } ?? [])
             undo?.endUndoGrouping()
         }
     }
