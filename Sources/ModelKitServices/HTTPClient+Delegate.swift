@@ -16,6 +16,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         case cancelled
         /// The answer is over the limit; `declared` is its `Content-Length` when that said so.
         case tooLarge(declared: Int64?)
+        /// The kept-alive connection closed as the request went out, and libcurl was about to
+        /// send it again without its body (Linux).
+        case connectionDropped
     }
 
     enum Ending: Sendable {
@@ -90,6 +93,25 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             transfers.withLock { $0[ObjectIdentifier(task)]?.challenged = true }
             // The credentials are in the request's own header; the session has none to offer.
             completionHandler(.cancelAuthenticationChallenge, nil)
+        }
+    #endif
+
+    #if canImport(FoundationNetworking)
+        /// Ends the attempt of a request with a body that libcurl is about to send again by
+        /// itself (its kept-alive connection closed as it went out; see
+        /// ``HTTPClient``'s `attemptOnce`). swift-corelibs-foundation asks here for the body
+        /// again before the resend, and can take none for a body given as data: without a stream
+        /// (nil) it goes on with an empty body. The client retries the request itself instead.
+        ///
+        /// This runs on the session's own queue, inside libcurl, and cancelling a task waits for
+        /// that queue: the task is cancelled from another one.
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
+        ) {
+            completionHandler(nil)
+            guard finish(ObjectIdentifier(task), with: .stopped(.connectionDropped)) else { return }
+            let box = HTTPClient.TaskBox(task)
+            DispatchQueue.global().async { box.task.cancel() }
         }
     #endif
 

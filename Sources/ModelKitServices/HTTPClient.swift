@@ -161,29 +161,20 @@ final class HTTPClient: Sendable {
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
+        // Made under the lock: a session that ``retire(_:)`` replaced is invalidated, and making a
+        // task in it traps in swift-corelibs-foundation.
+        let (session, task) = self.session.withLock { ($0, $0.dataTask(with: urlRequest)) }
         #if canImport(FoundationNetworking)
-            // On Linux a request with a body gets a connection (and a session) of its own: when a
-            // kept-alive connection turns out to be closed as the request goes out (a server's
-            // idle timeout, a restart, a proxy), libcurl sends the request again on a new one,
-            // but swift-corelibs-foundation cannot send a body twice, so the task hangs until
-            // the time limit instead of failing or succeeding. Requests without a body are sent
-            // again whole, and keep using the shared session's connections. (That resend is
-            // libcurl's own: it is not counted in the metrics, and it would repeat a request
-            // without a body that is not idempotent; every such request ModelKit sends is.)
-            let ownConnection = request.body != nil
-            let session: URLSession
-            let task: URLSessionDataTask
-            if ownConnection {
-                urlRequest.setValue("close", forHTTPHeaderField: "Connection")
-                session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-                task = session.dataTask(with: urlRequest)
-            } else {
-                // Made under the lock: a session that ``retire(_:)`` replaced is invalidated,
-                // and making a task in it traps in swift-corelibs-foundation.
-                (session, task) = self.session.withLock { ($0, $0.dataTask(with: urlRequest)) }
-            }
-        #else
-            let task = session.withLock { $0.dataTask(with: urlRequest) }
+            // When a kept-alive connection turns out to be closed as a request goes out (a
+            // server's idle timeout, a restart, a proxy), libcurl sends the request again on a new
+            // connection. A body given as data cannot be sent twice by swift-corelibs-foundation:
+            // the resend would go out empty and wait for its time limit. Before resending, it asks
+            // the task's delegate for the body again; the delegate ends the attempt there instead,
+            // as a dropped connection, and ``send(_:)`` retries it whole (every request with a body
+            // that ModelKit sends may be repeated). So requests with a body share the kept-alive
+            // connections too: a connection per request costs about as much processor time as the
+            // request takes there (see ``retire(_:)``).
+            if request.body != nil { task.delegate = delegate }
         #endif
         let box = TaskBox(task)
         counters.requests.add(1, ordering: .relaxed)
@@ -210,12 +201,12 @@ final class HTTPClient: Sendable {
         }
         counters.bytesReceived.add(outcome.received, ordering: .relaxed)
         #if canImport(FoundationNetworking)
-            if ownConnection {
-                session.finishTasksAndInvalidate()
-            } else if case .completed = outcome.ending {
+            if case .completed = outcome.ending {
             } else {
                 retire(session)
             }
+        #else
+            _ = session
         #endif
         switch outcome.ending {
         case .completed(let status, let headers, let body):
@@ -224,6 +215,8 @@ final class HTTPClient: Sendable {
             return .failure(ServiceError(.timedOut("\(request.line) (limit \(timeout))")))
         case .stopped(.cancelled):
             return .failure(ServiceError(.cancelled(request.line)))
+        case .stopped(.connectionDropped):
+            return .failure(ServiceError(.unreachable("\(request.line): the connection closed as the request went out")))
         case .stopped(.tooLarge(let declared)):
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))
@@ -275,7 +268,7 @@ final class HTTPClient: Sendable {
 
     /// Carries a task into the cancellation handler (URLSessionTask is thread-safe, but not
     /// marked `Sendable` everywhere).
-    private final class TaskBox: @unchecked Sendable {
+    final class TaskBox: @unchecked Sendable {
         let task: URLSessionTask
         init(_ task: URLSessionTask) { self.task = task }
     }

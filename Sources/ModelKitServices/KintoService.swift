@@ -144,26 +144,8 @@ public final class KintoService: ModelService {
     }
 
     private func send(_ chunk: ArraySlice<RecordWrite>) async throws(ServiceError) -> [RecordWriteResult] {
-        var requests: [ModelValue] = []
-        for write in chunk {
-            switch write {
-            case .create(let id, let fields):
-                requests.append([
-                    "method": "PUT", "path": .string(recordPath(id)), "headers": ["If-None-Match": "*"],
-                    "body": ["data": .object(fields)],
-                ])
-            case .update(let id, let fields, let expected):
-                requests.append([
-                    "method": "PUT", "path": .string(recordPath(id)), "headers": ["If-Match": .string("\"\(expected.rawValue)\"")],
-                    "body": ["data": .object(fields)],
-                ])
-            case .delete(let id, let expected):
-                let headers: ModelValue = expected.map { ["If-Match": .string("\"\($0.rawValue)\"")] } ?? [:]
-                requests.append(["method": "DELETE", "path": .string(recordPath(id)), "headers": headers])
-            }
-        }
-        let body: ModelValue = ["requests": .array(requests)]
-        let response = try await send("POST", path: "/batch", body: body.jsonData())
+        let body = BatchBody(chunk, path: recordPath)
+        let response = try await send("POST", path: "/batch", body: body.data)
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
@@ -266,7 +248,7 @@ public final class KintoService: ModelService {
             else { return nil }
             existing["id"] = nil
             existing["last_modified"] = nil
-            return existing == sent ? .written(version) : nil
+            return existing == sent.values ? .written(version) : nil
         case (.delete(_, let expected), 404):
             // Gone, as asked; the tombstone's version did not reach us.
             return .written(expected ?? RemoteVersion("0"))

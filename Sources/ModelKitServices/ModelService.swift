@@ -98,9 +98,9 @@ public struct RemoteRecord: Sendable {
 /// One write for ``ModelService/perform(_:)``.
 public enum RecordWrite: Sendable {
     /// Creates the record, failing with a conflict if it exists.
-    case create(RecordID, fields: ModelValue.Object)
+    case create(RecordID, fields: RecordFields)
     /// Replaces the record, failing with a conflict unless its version is `expected`.
-    case update(RecordID, fields: ModelValue.Object, expected: RemoteVersion)
+    case update(RecordID, fields: RecordFields, expected: RemoteVersion)
     /// Deletes the record, failing with a conflict unless its version is `expected` (when given).
     case delete(RecordID, expected: RemoteVersion?)
 
@@ -122,7 +122,7 @@ public enum RecordWriteResult: Sendable {
 
 /// A backend that stores records: what an adapter implements (the seed's `MKitService`).
 ///
-/// It only sees `Sendable` values (record ids, fields as ``ModelKit/ModelValue``, versions), so
+/// It only sees `Sendable` values (record ids, fields as ``RecordFields``, versions), so
 /// it runs off the caller's actor. The model-level operations (``save(_:isolation:)``,
 /// ``fetch(_:referenceDepth:maximumRecords:isolation:)``, ``delete(_:isolation:)``) are written
 /// once, on top of these calls, and run in the caller's isolation domain, where the models live.

@@ -1,7 +1,7 @@
 import Foundation
 import ModelKit
 
-/// Turns serialized models into records and records back into the ModelPointer format.
+/// Reads records back into models (a save writes them with ``ModelKit/Model/recordTexts(reserved:newObjectId:)``).
 ///
 /// A record is flat: the model's properties in the JSON form, next to `modelId`, `createdAt` and
 /// `updatedAt`; the record id is the object id. A reference is
@@ -25,72 +25,6 @@ enum RecordCodec {
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-    }
-
-    /// The fields of the record for a serialized model `entry`, with each pointer's `modelId`
-    /// replaced by its target's object id from `objectIds`.
-    static func fields(
-        of entry: ModelValue.Object, objectIds: [String: String], record: RecordID
-    ) throws(ServiceError) -> ModelValue.Object {
-        var pairs: [(String, ModelValue)] = []
-        for key in ["modelId", "createdAt", "updatedAt"] {
-            if let value = entry[key] { pairs.append((key, value)) }
-        }
-        if case .object(let properties)? = entry["properties"] {
-            for (key, value) in properties {
-                guard !serverFields.contains(key), !headerFields.contains(key) else {
-                    throw ServiceError(
-                        .invalidModel(expected: "property names the server does not reserve", found: "a property '\(key)'"),
-                        record: record)
-                }
-                pairs.append((key, try outgoing(value, objectIds: objectIds, record: record)))
-            }
-        }
-        return ModelValue.Object(pairs)
-    }
-
-    private static func outgoing(
-        _ value: ModelValue, objectIds: [String: String], record: RecordID
-    ) throws(ServiceError) -> ModelValue {
-        switch value {
-        case .array(let elements):
-            var out: [ModelValue] = []
-            out.reserveCapacity(elements.count)
-            for element in elements { out.append(try outgoing(element, objectIds: objectIds, record: record)) }
-            return .array(out)
-        case .object(let object):
-            if object["__type"] == "ModelPointer" {
-                guard let model = object["model"]?.stringValue, let modelId = object["modelId"]?.stringValue,
-                    let objectId = objectIds[modelId]
-                else {
-                    throw ServiceError(
-                        .invalidModel(expected: "references to models with an object id", found: "a reference to \(object)"),
-                        record: record)
-                }
-                return ["__type": "ModelPointer", "model": .string(model), "objectId": .string(objectId)]
-            }
-            var pairs: [(String, ModelValue)] = []
-            for (key, element) in object { pairs.append((key, try outgoing(element, objectIds: objectIds, record: record))) }
-            return .object(ModelValue.Object(pairs))
-        default:
-            return value
-        }
-    }
-
-    /// The model ids that the pointers in `value` name.
-    static func pointerTargets(in value: ModelValue, into targets: inout [String]) {
-        switch value {
-        case .array(let elements):
-            for element in elements { pointerTargets(in: element, into: &targets) }
-        case .object(let object):
-            if object["__type"] == "ModelPointer" {
-                if let modelId = object["modelId"]?.stringValue { targets.append(modelId) }
-            } else {
-                for (_, element) in object { pointerTargets(in: element, into: &targets) }
-            }
-        default:
-            break
-        }
     }
 
     /// Checks the pointers in the fields of `record` that can be properties: each must name a

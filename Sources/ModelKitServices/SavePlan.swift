@@ -3,11 +3,11 @@ import ModelKit
 
 /// What a save writes, in which order, and how to apply or undo it locally.
 ///
-/// The root is serialized once (in the JSON form), which lists every model it reaches; that list
-/// gives each model's fields and the references between them. Writes are ordered so that a
-/// referenced model comes before the models that reference it (a depth-first post-order), which
-/// puts the members of a cycle next to each other: the backend sends them in the same request
-/// when they fit in one.
+/// The root and every model it reaches are written once as records (JSON text straight from the
+/// models, see ``ModelKit/RecordTexts``), which also lists the references between them. Writes are
+/// ordered so that a referenced model comes before the models that reference it (a depth-first
+/// post-order), which puts the members of a cycle next to each other: the backend sends them in
+/// the same request when they fit in one.
 struct SavePlan {
     struct Item {
         let model: any Model
@@ -21,40 +21,39 @@ struct SavePlan {
     private var assignedIds: [any Model] = []
 
     init<M: RemoteModel>(root: M, context: ModelContext, store: String) throws(ServiceError) {
-        let entries = try Self.entries(of: root)
+        let records = try Self.records(of: root)
         let versions = VersionTable.of(context, store: store)
-        var models: [String: any Model] = [:]
-        var objectIds: [String: String] = [:]
         do throws(ServiceError) {
-            for entry in entries {
-                guard let modelId = entry["modelId"]?.stringValue, let id = ModelID(modelId),
-                    let model = context.model(withId: id)
-                else {
+            for entry in records.entries {
+                let model = entry.model
+                guard model.modelContext === context else {
                     throw ServiceError(
                         .invalidModel(expected: "references to models of the same context", found: "one to a model of none"))
                 }
                 guard type(of: model) is any RemoteModel.Type else {
                     throw ServiceError(
-                        .invalidModel(expected: "references to RemoteModel types only", found: "one to a \(entry["model"] ?? "?")"))
+                        .invalidModel(expected: "references to RemoteModel types only", found: "one to a \(entry.modelName)"))
                 }
-                if model.objectId == nil, model.modelState != .needsData {
-                    model.objectId = RandomUUID.make().uuidString
-                    assignedIds.append(model)
-                }
-                models[modelId] = model
-                objectIds[modelId] = model.objectId
-            }
-            let order = Self.postOrder(entries)
-            for index in order {
-                let entry = entries[index]
-                guard let modelId = entry["modelId"]?.stringValue, let model = models[modelId] else { continue }
-                let name = type(of: model).modelName
-                guard let objectId = model.objectId else {
+                guard entry.isNewObjectId else { continue }
+                // A placeholder names a record that exists: it cannot be given a new one.
+                guard model.modelState != .needsData else {
                     throw ServiceError(
-                        .invalidModel(expected: "placeholders with an object id", found: "a \(name) without one"))
+                        .invalidModel(expected: "placeholders with an object id", found: "a \(entry.modelName) without one"))
                 }
-                let record = RecordID(collection: name, id: objectId)
-                guard RecordCodec.isValidId(objectId), RecordCodec.isValidId(name) else {
+                model.objectId = entry.objectId
+                assignedIds.append(model)
+            }
+            if let refusal = records.refusal {
+                let entry = records.entries[refusal.entry]
+                throw ServiceError(
+                    .invalidModel(expected: refusal.expected, found: refusal.found),
+                    record: RecordID(collection: entry.modelName, id: entry.objectId))
+            }
+            for index in Self.postOrder(records.entries) {
+                let entry = records.entries[index]
+                let model = entry.model
+                let record = RecordID(collection: entry.modelName, id: entry.objectId)
+                guard RecordCodec.isValidId(entry.objectId), RecordCodec.isValidId(entry.modelName) else {
                     throw ServiceError(.invalidModel(expected: "ids of letters, digits, '_' and '-'", found: "'\(record)'"), record: record)
                 }
                 let version = versions.versions[model.modelId]
@@ -62,7 +61,7 @@ struct SavePlan {
                 // which fails with a conflict, overwriting nothing, if the record exists.
                 if model.modelState == .needsData, version != nil || !model.hasChanges { continue }
                 if version != nil, !model.hasChanges { continue }
-                let fields = try RecordCodec.fields(of: entry, objectIds: objectIds, record: record)
+                let fields = RecordFields(json: records.text[entry.range])
                 if let version {
                     writes.append(.update(record, fields: fields, expected: version))
                 } else {
@@ -91,33 +90,18 @@ struct SavePlan {
         }
     }
 
-    private static func entries<M: Model>(of root: M) throws(ServiceError) -> [ModelValue.Object] {
-        let value: ModelValue
+    private static func records<M: Model>(of root: M) throws(ServiceError) -> RecordTexts {
         do {
-            value = try root.serialize(as: .json)
+            return try root.recordTexts(reserved: RecordCodec.nonPropertyFields) { RandomUUID.make().uuidString }
         } catch {
             throw ServiceError(.invalidModel(expected: "models that encode", found: "\(error)"))
-        }
-        switch value {
-        case .object(let entry): return [entry]
-        case .array(let elements):
-            return elements.compactMap { if case .object(let entry) = $0 { entry } else { nil } }
-        default: return []
         }
     }
 
     /// The entries' indexes, each after the entries it references (except along a cycle), from
     /// the root; iterative, so that long chains need no deep stack.
-    private static func postOrder(_ entries: [ModelValue.Object]) -> [Int] {
-        var indexById: [String: Int] = [:]
-        for (index, entry) in entries.enumerated() {
-            if let id = entry["modelId"]?.stringValue { indexById[id] = index }
-        }
-        let edges: [[Int]] = entries.map { entry in
-            var targets: [String] = []
-            if let properties = entry["properties"] { RecordCodec.pointerTargets(in: properties, into: &targets) }
-            return targets.compactMap { indexById[$0] }
-        }
+    private static func postOrder(_ entries: [RecordTexts.Entry]) -> [Int] {
+        let edges = entries.map(\.targets)
         var order: [Int] = []
         order.reserveCapacity(entries.count)
         var visited = [Bool](repeating: false, count: entries.count)

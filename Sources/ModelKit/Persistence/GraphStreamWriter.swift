@@ -153,6 +153,10 @@ final class GraphStreamWriter {
         return known
     }
 
+    /// The models written or queued by walking a graph (``writeModels(root:)``), in the order
+    /// written.
+    var queuedModels: [any Model] { queue }
+
     func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
         if key == lastType { return lastName }

@@ -276,6 +276,10 @@ final class JSONSink: GraphSink {
 
     var usesJSONForms: Bool { true }
 
+    /// Puts a comma before the next member or element: for a writer that goes on with members
+    /// of an object whose members it wrote before a rollback (a record's header).
+    func continueAfterMember() { needsComma = true }
+
     func checkpoint() -> Int { buffer.position }
 
     func rollback(to checkpoint: Int) {
