@@ -160,10 +160,46 @@ public final class KintoService: ModelService {
         }
         var results: [RecordWriteResult] = []
         for (index, (write, sub)) in zip(chunk, responses).enumerated() {
+            if let version = written(write, sub, in: text) {
+                results.append(.written(version))
+                continue
+            }
             results.append(
                 result(of: write, Self.answer(sub, in: text), at: "responses[\(index)]", retried: response.attempts > 1))
         }
         return results
+    }
+
+    /// The new version of the record `write` wrote, when its answer at `node` says plainly that
+    /// it was written: status 200 or 201, the record's path, and the record's id and an integer
+    /// `last_modified` in `body.data`. Nil for anything else, which ``result(of:_:at:retried:)``
+    /// then reads (and words the error for): this is the common case, read without building
+    /// values or messages.
+    private func written(_ write: RecordWrite, _ node: Int, in text: JSONRecordText) -> RemoteVersion? {
+        let id = write.record
+        guard let statusNode = text.member(node, "status"), case .int(let status)? = try? text.value(statusNode),
+            status == 200 || status == 201,
+            let echoed = text.member(node, "path").flatMap(text.string),
+            Self.path(echoed, endsWith: ["/buckets/", bucket, "/collections/", id.collection, "/records/", id.id]),
+            let data = text.member(node, "body").flatMap({ text.member($0, "data") }),
+            text.member(data, "id").flatMap(text.string) == id.id,
+            let modified = text.member(data, "last_modified"), case .int(let version)? = try? text.value(modified)
+        else { return nil }
+        return RemoteVersion(String(version))
+    }
+
+    /// Whether `path` ends with the concatenation of `parts`, compared byte by byte.
+    static func path(_ path: String, endsWith parts: [String]) -> Bool {
+        var end = path.utf8.endIndex
+        let utf8 = path.utf8
+        for part in parts.reversed() {
+            for byte in part.utf8.reversed() {
+                guard end > utf8.startIndex else { return false }
+                end = utf8.index(before: end)
+                guard utf8[end] == byte else { return false }
+            }
+        }
+        return true
     }
 
     /// The answer to one write of a batch, at `node` of the batch's answer, as a value: its
@@ -207,7 +243,8 @@ public final class KintoService: ModelService {
         }
         guard case .int(let status)? = fields["status"] else {
             return .failed(
-                .invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id))
+                .invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id)
+            )
         }
         if case .string(let echoed)? = fields["path"], !echoed.hasSuffix(recordPath(id)) {
             return .failed(

@@ -14,6 +14,7 @@ struct ModelIdAssignment {
     /// `RecordCodec.load(_:as:into:known:)`.
     private(set) var assigned: [RecordID: ModelID] = [:]
     private var used = Set<ModelID>()
+    private var random = RandomUUIDs()
 
     init(caller: ModelContext) {
         self.caller = caller
@@ -42,24 +43,33 @@ struct ModelIdAssignment {
     }
 
     /// The record's own model id when no other model has it, else a new one.
-    private func freeId(of record: RemoteRecord) -> ModelID {
+    private mutating func freeId(of record: RemoteRecord) -> ModelID {
         if let text = record.storedModelId, let id = ModelID(text), !used.contains(id),
             caller.model(withId: id) == nil
         {
             return id
         }
-        return ModelID(RandomUUID.make())
+        return ModelID(random.make())
     }
 }
 
-/// Random (version 4) UUIDs for object ids and model ids, from the system's generator: on Linux
-/// Foundation's `UUID()` opens, reads and closes `/dev/urandom` for each one, which cost more than
-/// the rest of planning a save.
-enum RandomUUID {
-    static func make() -> UUID {
-        var generator = SystemRandomNumberGenerator()
-        var words = (generator.next() as UInt64, generator.next() as UInt64)
-        return withUnsafeMutableBytes(of: &words) { raw in
+/// Random (version 4) UUIDs for object ids and model ids, from the system's random bytes, taken
+/// 4 KB at a time: on Linux Foundation's `UUID()` opens, reads and closes `/dev/urandom` for each
+/// one, and the standard library's generator makes a system call per 8 bytes, which cost more than
+/// the rest of planning a save of new models.
+struct RandomUUIDs {
+    /// Random bytes not used yet from `next` on; allocated on first use.
+    private var bytes: [UInt8] = []
+    private var next = 0
+
+    /// A new UUID.
+    ///
+    /// - Complexity: O(1) amortized: a system call per 256 UUIDs.
+    mutating func make() -> UUID {
+        if next + 16 > bytes.count { refill() }
+        defer { next += 16 }
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            let raw = UnsafeMutableBufferPointer(rebasing: buffer[next..<next + 16])
             raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
             raw[8] = (raw[8] & 0x3F) | 0x80  // variant 1
             return UUID(
@@ -68,5 +78,60 @@ enum RandomUUID {
                     raw[13], raw[14], raw[15]
                 ))
         }
+    }
+
+    /// A new UUID as its 36-character text in upper case (as `UUID.uuidString` writes it).
+    mutating func makeString() -> String {
+        let uuid = make().uuid
+        return withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { text in
+                let digits: StaticString = "0123456789ABCDEF"
+                var out = 0
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        text[out] = UInt8(ascii: "-")
+                        out += 1
+                    }
+                    text[out] = digits.utf8Start[Int(byte >> 4)]
+                    text[out + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    out += 2
+                }
+                return out
+            }
+        }
+    }
+
+    private mutating func refill() {
+        next = 0
+        if bytes.isEmpty { bytes = [UInt8](repeating: 0, count: 4096) }
+        let filled = bytes.withUnsafeMutableBytes { Self.systemRandom($0) }
+        guard !filled else { return }
+        // No random device: the standard library's generator, 8 bytes per call.
+        var generator = SystemRandomNumberGenerator()
+        bytes.withUnsafeMutableBytes { raw in
+            for offset in stride(from: 0, to: raw.count, by: 8) {
+                raw.storeBytes(of: generator.next() as UInt64, toByteOffset: offset, as: UInt64.self)
+            }
+        }
+    }
+
+    /// Fills `buffer` with the system's random bytes; false if they could not be read.
+    private static func systemRandom(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        #if canImport(Darwin)
+            arc4random_buf(buffer.baseAddress!, buffer.count)
+            return true
+        #else
+            let descriptor = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return false }
+            defer { close(descriptor) }
+            var done = 0
+            while done < buffer.count {
+                let count = read(descriptor, buffer.baseAddress! + done, buffer.count - done)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { return false }
+                done += count
+            }
+            return true
+        #endif
     }
 }

@@ -89,6 +89,7 @@ private final class PointerTable {
     var known: [RecordID: ModelID]
     /// Registered types by model name (the registry takes a lock).
     private var types: [String: (any Model.Type)?] = [:]
+    private var random = RandomUUIDs()
 
     init(context: ModelContext, known: [RecordID: ModelID]) {
         self.context = context
@@ -108,7 +109,7 @@ private final class PointerTable {
             types[model] = type
         }
         if let type, let held = Self.held(type, objectId, in: context) { return held }
-        let id = ModelID(RandomUUID.make())
+        let id = ModelID(random.make())
         known[key] = id
         return id
     }

@@ -54,7 +54,8 @@ struct SavePlan {
                 let model = entry.model
                 let record = RecordID(collection: entry.modelName, id: entry.objectId)
                 guard RecordCodec.isValidId(entry.objectId), RecordCodec.isValidId(entry.modelName) else {
-                    throw ServiceError(.invalidModel(expected: "ids of letters, digits, '_' and '-'", found: "'\(record)'"), record: record)
+                    throw ServiceError(
+                        .invalidModel(expected: "ids of letters, digits, '_' and '-'", found: "'\(record)'"), record: record)
                 }
                 let version = versions.versions[model.modelId]
                 // A placeholder is not written, unless the app gave it values: then it is created,
@@ -92,7 +93,8 @@ struct SavePlan {
 
     private static func records<M: Model>(of root: M) throws(ServiceError) -> RecordTexts {
         do {
-            return try root.recordTexts(reserved: RecordCodec.nonPropertyFields) { RandomUUID.make().uuidString }
+            var random = RandomUUIDs()
+            return try root.recordTexts(reserved: RecordCodec.nonPropertyFields) { random.makeString() }
         } catch {
             throw ServiceError(.invalidModel(expected: "models that encode", found: "\(error)"))
         }
