@@ -2,7 +2,7 @@ import Foundation
 import ModelKit
 
 /// The JSON body of a Kinto `POST /batch` for some writes, written as text: each record's fields
-/// (``RecordFields/json``) are copied in as they are, never parsed or rebuilt.
+/// (``RecordFields/jsonData``) are copied in as they are, never parsed or rebuilt.
 ///
 /// A create is a `PUT` with `If-None-Match: *`, an update a `PUT` with `If-Match` and the expected
 /// version, a delete a `DELETE`, with `If-Match` when a version is expected.
@@ -12,7 +12,7 @@ struct BatchBody {
     /// - Complexity: O(*n*) in the size of the writes' fields.
     init(_ writes: some Collection<RecordWrite>, path: (RecordID) -> String) {
         var capacity = 16
-        for write in writes { capacity += 160 + (write.fields?.json.count ?? 0) }
+        for write in writes { capacity += 160 + (write.fields?.jsonData.count ?? 0) }
         bytes.reserveCapacity(capacity)
         append(#"{"requests":["#)
         var first = true
@@ -23,14 +23,14 @@ struct BatchBody {
             case .create(let id, let fields):
                 request("PUT", path(id))
                 append(#","headers":{"If-None-Match":"*"},"body":{"data":"#)
-                bytes.append(contentsOf: fields.json)
+                bytes.append(contentsOf: fields.jsonData)
                 append("}}")
             case .update(let id, let fields, let expected):
                 request("PUT", path(id))
                 append(#","headers":{"If-Match":"#)
                 string("\"\(expected.rawValue)\"")
                 append(#"},"body":{"data":"#)
-                bytes.append(contentsOf: fields.json)
+                bytes.append(contentsOf: fields.jsonData)
                 append("}}")
             case .delete(let id, let expected):
                 request("DELETE", path(id))

@@ -8,9 +8,10 @@ import Synchronization
 /// Receives the answers of an ``HTTPClient``'s session piece by piece, so that an answer larger
 /// than the limit is cut off as soon as it says (`Content-Length`) or shows it is, instead of
 /// being buffered whole, and ends each transfer exactly once: completed, failed, or stopped by the
-/// client (time limit, cancellation, size).
+/// client (time limit, cancellation, size) or by the delegate itself (a dropped kept-alive
+/// connection, on Linux).
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    /// Why the client stopped a transfer.
+    /// Why the client (or the delegate) stopped a transfer.
     enum Stop: Sendable {
         case timedOut
         case cancelled
@@ -104,9 +105,11 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         /// (nil) it goes on with an empty body. The client retries the request itself instead.
         ///
         /// This runs on the session's own queue, inside libcurl, and cancelling a task waits for
-        /// that queue: the task is cancelled from another one.
+        /// that queue: the task is cancelled from another one. (As with ``stop(_:because:)``, the
+        /// cancel may meet the task's completion; the transfer has ended before either.)
         func urlSession(
-            _ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
+            _ session: URLSession, task: URLSessionTask,
+            needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
         ) {
             completionHandler(nil)
             guard finish(ObjectIdentifier(task), with: .stopped(.connectionDropped)) else { return }

@@ -216,7 +216,10 @@ final class HTTPClient: Sendable {
         case .stopped(.cancelled):
             return .failure(ServiceError(.cancelled(request.line)))
         case .stopped(.connectionDropped):
-            return .failure(ServiceError(.unreachable("\(request.line): the connection closed as the request went out")))
+            return .failure(
+                ServiceError(
+                    .unreachable(
+                        "\(request.line): libcurl started to send it again (its kept-alive connection was probably closed)")))
         case .stopped(.tooLarge(let declared)):
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))

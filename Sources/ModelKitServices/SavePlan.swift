@@ -43,12 +43,6 @@ struct SavePlan {
                 model.objectId = entry.objectId
                 assignedIds.append(model)
             }
-            if let refusal = records.refusal {
-                let entry = records.entries[refusal.entry]
-                throw ServiceError(
-                    .invalidModel(expected: refusal.expected, found: refusal.found),
-                    record: RecordID(collection: entry.modelName, id: entry.objectId))
-            }
             for index in Self.postOrder(records.entries) {
                 let entry = records.entries[index]
                 let model = entry.model
@@ -62,7 +56,11 @@ struct SavePlan {
                 // which fails with a conflict, overwriting nothing, if the record exists.
                 if model.modelState == .needsData, version != nil || !model.hasChanges { continue }
                 if version != nil, !model.hasChanges { continue }
-                let fields = RecordFields(json: records.text[entry.range])
+                if let refusal = entry.refusal {
+                    throw ServiceError(.invalidModel(expected: refusal.expected, found: refusal.found), record: record)
+                }
+                // A copy: the fields are handed to the backend, and should not keep the whole text.
+                let fields = RecordFields(jsonData: Data(records.text[entry.range]))
                 if let version {
                     writes.append(.update(record, fields: fields, expected: version))
                 } else {

@@ -41,6 +41,39 @@ final class RecordScalar: ModelObject<RecordScalar.Properties>, RemoteModel {
     }
 }
 
+/// A model that holds a model with a reserved property name.
+final class RecordHolder: ModelObject<RecordHolder.Properties>, RemoteModel {
+    struct Properties: ModelProperties { var held = ModelRef<RecordReservedName>() }
+}
+
+/// A model whose `encode(to:)` goes back to a container after its parent moved on, which a stream
+/// cannot follow (its properties are written from a tree), with a reference in that container.
+final class RecordOutOfOrder: ModelObject<RecordOutOfOrder.Properties>, RemoteModel {
+    struct Properties: ModelProperties {
+        var label = ""
+        var next = ModelRef<RecordNode>()
+
+        enum CodingKeys: String, CodingKey { case label, nested }
+        enum NestedKeys: String, CodingKey { case next }
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            label = try container.decode(String.self, forKey: .label)
+            next = try container.nestedContainer(keyedBy: NestedKeys.self, forKey: .nested)
+                .decode(ModelRef<RecordNode>.self, forKey: .next)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            var nested = container.nestedContainer(keyedBy: NestedKeys.self, forKey: .nested)
+            try container.encode(label, forKey: .label)
+            try nested.encode(next, forKey: .next)
+        }
+    }
+}
+
 /// The records a save writes, straight from the models, against what ``Model/serialize(as:)``
 /// says about the same graph.
 @Suite("Records written straight from the models")
@@ -112,7 +145,7 @@ struct RecordTextsTests {
             made += 1
             return "made-\(made)"
         }
-        #expect(records.refusal == nil)
+        #expect(records.entries.allSatisfy { $0.refusal == nil })
         #expect(records.entries.map(\.model.modelId) == [writer.modelId, first.modelId, second.modelId])
         #expect(records.entries.map(\.objectId) == ["made-1", "given-1", "made-2"])
         #expect(records.entries.map(\.isNewObjectId) == [true, false, true])
@@ -121,7 +154,7 @@ struct RecordTextsTests {
         // Making ids is the caller's to apply: the models are untouched.
         #expect(writer.objectId == nil && second.objectId == nil)
 
-        let root = RecordFields(json: records.text[records.entries[0].range]).values
+        let root = RecordFields(jsonData: records.text[records.entries[0].range]).values
         #expect(root["modelId"] == .string(writer.modelId.description))
         #expect(root["name"] == .string("Ann \"the\" Writer\\\n"))
         #expect(root["age"] == 41)
@@ -129,7 +162,7 @@ struct RecordTextsTests {
         let pointer: ModelValue = ["__type": "ModelPointer", "model": "Article", "objectId": "given-1"]
         #expect(root["articles"] == [pointer, ["__type": "ModelPointer", "model": "Article", "objectId": "made-2"], pointer])
         #expect(root["objectId"] == nil && root["properties"] == nil && root["model"] == nil)
-        let article = RecordFields(json: records.text[records.entries[1].range]).values
+        let article = RecordFields(jsonData: records.text[records.entries[1].range]).values
         #expect(article["author"] == ["__type": "ModelPointer", "model": "Writer", "objectId": "made-1"])
         // The whole text is one JSON array of the records.
         guard case .array(let all) = try ModelValue(json: records.text) else { throw RecordTextsError.notAnArray }
@@ -166,7 +199,7 @@ struct RecordTextsTests {
             made.insert(id)
             return id
         }
-        #expect(records.refusal == nil)
+        #expect(records.entries.allSatisfy { $0.refusal == nil })
         let objectIds = Dictionary(uniqueKeysWithValues: records.entries.map { ($0.model.modelId.description, $0.objectId) })
         let reference = try Self.reference(of: root, objectIds: objectIds)
         #expect(records.entries.count == reference.count)
@@ -175,7 +208,7 @@ struct RecordTextsTests {
         for entry in records.entries {
             #expect(entry.isNewObjectId == (entry.model.objectId == nil))
             if !entry.isNewObjectId { #expect(entry.objectId == entry.model.objectId) }
-            let fields = RecordFields(json: records.text[entry.range]).values
+            let fields = RecordFields(jsonData: records.text[entry.range]).values
             #expect(fields == reference[entry.model.modelId.description], "seed \(seed), \(entry.objectId)")
             var named: [String] = []
             Self.pointers(in: .object(fields), objectIds: objectIds, into: &named)
@@ -192,10 +225,39 @@ struct RecordTextsTests {
         let scalar = RecordScalar.instance(in: context)
         scalar.value = 7
         let records = try reserved.recordTexts(reserved: Self.reserved) { "made" }
-        #expect(records.refusal?.entry == 0)
-        #expect(records.refusal?.found == "a property 'last_modified'")
-        #expect(try scalar.recordTexts(reserved: Self.reserved) { "made" }.refusal?.found == "a single value")
-        #expect(try node.recordTexts(reserved: Self.reserved) { "made" }.refusal == nil)
+        #expect(records.entries.first?.refusal?.found == "a property 'last_modified'")
+        #expect(try scalar.recordTexts(reserved: Self.reserved) { "made" }.entries.first?.refusal?.found == "a single value")
+        #expect(try node.recordTexts(reserved: Self.reserved) { "made" }.entries.first?.refusal == nil)
+        // The refusal is the record's own: the model holding it can be written.
+        let holder = RecordHolder.instance(in: context)
+        holder.held = ModelRef(reserved)
+        let held = try holder.recordTexts(reserved: Self.reserved) { "made" }
+        #expect(held.entries.map { $0.refusal == nil } == [true, false])
+    }
+
+    @Test("Properties written from a tree (containers used out of order) name their targets by object id too")
+    func treeFallbackPointers() throws {
+        let context = ModelContext()
+        let root = RecordOutOfOrder.instance(in: context)
+        root.label = "scrambled"
+        let target = RecordNode.instance(in: context)
+        target.title = "target"
+        root.next = ModelRef(target)
+        var made = 0
+        let records = try root.recordTexts(reserved: Self.reserved) {
+            made += 1
+            return "made-\(made)"
+        }
+        #expect(records.entries.count == 2)
+        #expect(records.entries.map(\.targets) == [[1], []])
+        #expect(records.entries.map(\.objectId) == ["made-1", "made-2"])
+        let fields = RecordFields(jsonData: records.text[records.entries[0].range]).values
+        #expect(fields["label"] == "scrambled")
+        let objectId = records.entries[1].objectId
+        #expect(fields["nested"] == ["next": ["__type": "ModelPointer", "model": "RecordNode", "objectId": .string(objectId)]])
+        let objectIds = Dictionary(uniqueKeysWithValues: records.entries.map { ($0.model.modelId.description, $0.objectId) })
+        let reference = try Self.reference(of: root, objectIds: objectIds)
+        #expect(fields == reference[root.modelId.description])
     }
 
     @Test("Saving a model that cannot be a record fails before anything is sent, and takes back the ids it gave")
@@ -212,16 +274,33 @@ struct RecordTextsTests {
         let scalarError = await #expect(throws: ServiceError.self) { try await service.save(scalar) }
         #expect(scalarError?.code == .invalidModel)
         #expect(scalar.objectId == nil && scalar.modelState == .new)
+        // A model that cannot be a record, reached but not written (a placeholder without
+        // changes), does not stop the save; one with changes does.
+        let holder = RecordHolder.instance(in: context)
+        let changed = RecordReservedName.instance(in: context)
+        changed.stamp = 4
+        holder.held = ModelRef(changed)
+        let holderError = await #expect(throws: ServiceError.self) { try await service.save(holder) }
+        #expect(holderError?.code == .invalidModel)
+        #expect(holderError?.record?.collection == "RecordReservedName")
+        #expect(holder.objectId == nil && changed.objectId == nil)
         #expect(service.metrics.requests == 0)
+        let offline = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(5), retry: .never)
+        let other = ModelContext()
+        let quiet = RecordHolder.instance(in: other)
+        quiet.held = ModelRef(RecordReservedName.instance(objectId: "r-2", in: other))
+        let sendError = await #expect(throws: ServiceError.self) { try await offline.save(quiet) }
+        #expect(sendError?.code == .unreachable)
+        #expect(offline.metrics.requests == 1)
     }
 
     @Test("Fields made from values write them as JSON text and read them back")
     func fieldsFromValues() throws {
         let fields: RecordFields = ["title": "Hello \"you\"", "stars": 3, "tags": ["a", "b"]]
         #expect(fields.values["stars"] == 3)
-        #expect(try ModelValue(json: fields.json) == .object(fields.values))
-        #expect(fields.description == String(decoding: fields.json, as: UTF8.self))
-        #expect(RecordFields(json: Data("[1]".utf8)).values.isEmpty)
+        #expect(try ModelValue(json: fields.jsonData) == .object(fields.values))
+        #expect(fields.description == String(decoding: fields.jsonData, as: UTF8.self))
+        #expect(RecordFields(jsonData: Data("[1]".utf8)).values.isEmpty)
     }
 
     @Test("A batch body is one JSON object whose requests carry each record's text as it is")

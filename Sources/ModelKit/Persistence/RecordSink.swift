@@ -21,13 +21,13 @@ package struct RecordTexts {
         package let range: Range<Int>
         /// The entries its pointers name, in the order written (repeats included).
         package let targets: [Int]
+        /// Why the record cannot be written, when it cannot: a property with a reserved name,
+        /// or properties that do not encode as an object (the first reason found).
+        package let refusal: Refusal?
     }
 
-    /// A record that cannot be written: a property with a reserved name, or properties that do
-    /// not encode as an object. The first one found; the texts are complete but for it.
+    /// Why a record cannot be written, in the words of an error: what was expected and found.
     package struct Refusal {
-        /// The entry refused.
-        package let entry: Int
         package let expected: String
         package let found: String
     }
@@ -35,7 +35,6 @@ package struct RecordTexts {
     /// UTF-8 JSON text: the records, separated by commas, inside brackets.
     package let text: Data
     package let entries: [Entry]
-    package let refusal: Refusal?
 }
 
 extension Model {
@@ -46,7 +45,8 @@ extension Model {
     ///   - newObjectId: Makes an object id for a model that has none; each such model gets one,
     ///     used by its record and by every pointer to it.
     /// - Throws: ``SerializationError``, as ``serialize(as:)``. A record that cannot be written
-    ///   as one (a reserved name) is not an error here: ``RecordTexts/refusal`` names it.
+    ///   (a reserved name) is not an error here: its entry's ``RecordTexts/Entry/refusal`` says
+    ///   why, for the caller to decide (a save refuses only the records it writes).
     /// - Complexity: O(*n*) in the size of the records.
     package func recordTexts(reserved: Set<String>, newObjectId: () -> String) throws -> RecordTexts {
         let buffer = OutputBuffer(descriptor: nil)
@@ -59,9 +59,10 @@ extension Model {
                 let record = sink.records[index]
                 return RecordTexts.Entry(
                     model: models[index], modelName: record.name, objectId: record.objectId, isNewObjectId: record.isNew,
-                    range: record.start..<record.end, targets: record.targets.compactMap { sink.positions[$0] })
+                    range: record.start..<record.end, targets: record.targets.compactMap { sink.positions[$0] },
+                    refusal: record.refusal)
             }
-            return RecordTexts(text: buffer.takeData(), entries: entries, refusal: sink.refusal)
+            return RecordTexts(text: buffer.takeData(), entries: entries)
         }
     }
 }
@@ -76,6 +77,7 @@ private final class RecordSink: GraphSink {
         let start: Int
         var end = 0
         var targets: [ModelID] = []
+        var refusal: RecordTexts.Refusal?
     }
 
     let json: JSONSink
@@ -95,7 +97,6 @@ private final class RecordSink: GraphSink {
     /// Containers open inside the current model's properties; the properties' own object is not
     /// written (its members join the header's), so it is level 1, and level 0 is the model's.
     private var level = 0
-    private(set) var refusal: RecordTexts.Refusal?
 
     init(buffer: OutputBuffer, reserved: Set<String>, newObjectId: @escaping () -> String) {
         json = JSONSink(buffer: buffer)
@@ -187,18 +188,20 @@ private final class RecordSink: GraphSink {
     }
 
     private func refuse(_ expected: String, found: String) {
-        guard refusal == nil else { return }
-        refusal = RecordTexts.Refusal(entry: records.count - 1, expected: expected, found: found)
+        guard records[records.count - 1].refusal == nil else { return }
+        records[records.count - 1].refusal = RecordTexts.Refusal(expected: expected, found: found)
     }
 
     func checkpoint() -> Int { json.checkpoint() }
 
     func rollback(to checkpoint: Int) {
         // Taken at the start of a model's properties: what it wrote since is dropped, pointers
-        // included, and the header's members still need a comma after them.
+        // and refusals included (they are found again as the properties are written again),
+        // and the header's members still need a comma after them.
         json.rollback(to: checkpoint)
         json.continueAfterMember()
         records[records.count - 1].targets.removeAll()
+        records[records.count - 1].refusal = nil
         level = 0
     }
 
