@@ -117,7 +117,7 @@ public final class KintoService: ModelService {
         results.reserveCapacity(writes.count)
         var start = 0
         while start < writes.count {
-            let chunk = writes[start..<min(start + limit, writes.count)]
+            let chunk = writes[start..<Self.chunkEnd(writes, from: start, limit: limit, bytes: Self.preferredBatchBytes)]
             let chunkResults = try await send(chunk)
             results += chunkResults
             start += chunk.count
@@ -127,6 +127,36 @@ public final class KintoService: ModelService {
             results.append(.failed(ServiceError(.notAttempted, record: write.record)))
         }
         return results
+    }
+
+    /// The size a `/batch` body is kept under where possible (a write larger than it goes alone).
+    ///
+    /// On Linux, swift-corelibs-foundation hands libcurl a body in pieces of its 64 KB upload
+    /// buffer, and once a body takes more than one piece it polls the socket until the answer
+    /// comes, costing about as much processor time as the request takes (measured: 2,100 µs per
+    /// saved model for bodies of 110 KB). A few more requests cost far less. Elsewhere the server's
+    /// count limit is the only one.
+    #if canImport(FoundationNetworking)
+        static let preferredBatchBytes = 60_000
+    #else
+        static let preferredBatchBytes = Int.max
+    #endif
+
+    /// The end of the batch that starts at `start`: at most `limit` writes, and no more than
+    /// `bytes` of body (estimated: each write's fields and 256 bytes for its request) unless
+    /// a single write is larger.
+    ///
+    /// - Complexity: O(*k*) for a batch of *k* writes.
+    static func chunkEnd(_ writes: [RecordWrite], from start: Int, limit: Int, bytes: Int) -> Int {
+        var end = start
+        var size = 0
+        while end < writes.count, end - start < limit {
+            let next = 256 + (writes[end].fields?.jsonData.count ?? 0)
+            if end > start, size + next > bytes { break }
+            size += next
+            end += 1
+        }
+        return end
     }
 
     /// The most sub-requests the server takes in one `/batch` (`settings.batch_max_requests`).

@@ -303,6 +303,39 @@ struct RecordTextsTests {
         #expect(RecordFields(jsonData: Data("[1]".utf8)).values.isEmpty)
     }
 
+    @Test(
+        "Batches take writes in order, at most the limit, under the byte budget unless one write alone is over it",
+        arguments: 0..<30)
+    func batchBoundaries(seed: UInt64) {
+        var random = SplitMix64(seed: 0xBA7C_0000 + seed)
+        let writes: [RecordWrite] = (0..<Int.random(in: 0...60, using: &random)).map { index in
+            let id = RecordID(collection: "Note", id: "n\(index)")
+            if random.chance(0.2) { return .delete(id, expected: nil) }
+            return .create(
+                id, fields: ["text": .string(String(repeating: "x", count: Int.random(in: 0...3_000, using: &random)))])
+        }
+        let limit = Int.random(in: 1...30, using: &random)
+        let bytes = Int.random(in: 500...20_000, using: &random)
+        func size(_ write: RecordWrite) -> Int { 256 + (write.fields?.jsonData.count ?? 0) }
+        var start = 0
+        var chunks: [Range<Int>] = []
+        while start < writes.count {
+            let end = KintoService.chunkEnd(writes, from: start, limit: limit, bytes: bytes)
+            chunks.append(start..<end)
+            start = end
+        }
+        #expect(chunks.map(\.count).reduce(0, +) == writes.count, "seed \(seed)")
+        for chunk in chunks {
+            let total = chunk.map { size(writes[$0]) }.reduce(0, +)
+            #expect(!chunk.isEmpty && chunk.count <= limit, "seed \(seed)")
+            #expect(total <= bytes || chunk.count == 1, "seed \(seed)")
+            // Nothing more fits: the next write would break the count or the budget.
+            if chunk.upperBound < writes.count {
+                #expect(chunk.count == limit || total + size(writes[chunk.upperBound]) > bytes, "seed \(seed)")
+            }
+        }
+    }
+
     @Test("A batch body is one JSON object whose requests carry each record's text as it is")
     func batchBody() throws {
         let created = RecordID(collection: "Note", id: "a-1")
