@@ -59,24 +59,9 @@ struct BatchBody {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// `text` as a JSON string: quoted, with quotes, backslashes and control characters escaped.
+    /// `text` as a JSON string.
     private mutating func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                bytes.append(UInt8(ascii: "\\"))
-                bytes.append(byte)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default:
-                bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: KintoService.json(.string(text)).utf8)
     }
 }
 

@@ -269,8 +269,12 @@ final class HTTPClient: Sendable {
         let bytesReceived = Atomic<Int>(0)
     }
 
-    /// Carries a task into the cancellation handler (URLSessionTask is thread-safe, but not
-    /// marked `Sendable` everywhere).
+    /// Carries a task into the cancellation handler, the time limit and the delegate's deferred
+    /// cancel.
+    // Unchecked: the one stored property is a `let`, and all that is done with the task from
+    // another thread is `cancel()`, which swift-corelibs-foundation synchronizes on the task's own
+    // queue (as Foundation does on Apple platforms); `URLSessionTask` is just not marked
+    // `Sendable` in swift-corelibs-foundation.
     final class TaskBox: @unchecked Sendable {
         let task: URLSessionTask
         init(_ task: URLSessionTask) { self.task = task }

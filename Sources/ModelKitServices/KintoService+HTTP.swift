@@ -14,6 +14,22 @@ extension KintoService {
         "/buckets/\(bucket)/collections/\(id.collection)/records/\(id.id)"
     }
 
+    /// Whether `path` (as a batch answer echoes it, with the API's prefix) ends with
+    /// ``recordPath(_:)`` of `id`, compared byte by byte without building that path: a batch
+    /// answer has one per write.
+    func echoes(_ path: String, _ id: RecordID) -> Bool {
+        var end = path.utf8.endIndex
+        let utf8 = path.utf8
+        for part in ["/buckets/", bucket, "/collections/", id.collection, "/records/", id.id].reversed() {
+            for byte in part.utf8.reversed() {
+                guard end > utf8.startIndex else { return false }
+                end = utf8.index(before: end)
+                guard utf8[end] == byte else { return false }
+            }
+        }
+        return true
+    }
+
     /// Sends a request to `path` under ``baseURL`` and returns the answer, whatever its status.
     ///
     /// An `idempotent` request (the default: every request of save, fetch and delete is) is

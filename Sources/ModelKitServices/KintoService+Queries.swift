@@ -246,8 +246,8 @@ extension KintoService {
     }
 
     /// `value` as JSON text; a string that needs no escape (a record id: a chunk of ids is a
-    /// hundred of them) without going through the writer.
-    private static func json(_ value: ModelValue) -> String {
+    /// hundred of them; a record's path in a `/batch` body) without going through the writer.
+    static func json(_ value: ModelValue) -> String {
         if case .string(let text) = value,
             text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 < 0x80 })
         {

@@ -209,27 +209,12 @@ public final class KintoService: ModelService {
         let id = write.record
         guard let statusNode = text.member(node, "status"), case .int(let status)? = try? text.value(statusNode),
             status == 200 || status == 201,
-            let echoed = text.member(node, "path").flatMap(text.string),
-            Self.path(echoed, endsWith: ["/buckets/", bucket, "/collections/", id.collection, "/records/", id.id]),
+            let echoed = text.member(node, "path").flatMap(text.string), echoes(echoed, id),
             let data = text.member(node, "body").flatMap({ text.member($0, "data") }),
-            text.member(data, "id").flatMap(text.string) == id.id,
-            let modified = text.member(data, "last_modified"), case .int(let version)? = try? text.value(modified)
+            text.member(data, "id").flatMap(text.string) == id.id
         else { return nil }
-        return RemoteVersion(String(version))
-    }
-
-    /// Whether `path` ends with the concatenation of `parts`, compared byte by byte.
-    static func path(_ path: String, endsWith parts: [String]) -> Bool {
-        var end = path.utf8.endIndex
-        let utf8 = path.utf8
-        for part in parts.reversed() {
-            for byte in part.utf8.reversed() {
-                guard end > utf8.startIndex else { return false }
-                end = utf8.index(before: end)
-                guard utf8[end] == byte else { return false }
-            }
-        }
-        return true
+        // No message is built unless the version is wrong, and then the slow path words it.
+        return try? Self.version(text.member(data, "last_modified"), in: text, at: "", record: id)
     }
 
     /// The answer to one write of a batch, at `node` of the batch's answer, as a value: its
@@ -276,7 +261,7 @@ public final class KintoService: ModelService {
                 .invalidResponse(at: "\(path).status", expected: "an integer", found: Self.describe(fields["status"]), record: id)
             )
         }
-        if case .string(let echoed)? = fields["path"], !echoed.hasSuffix(recordPath(id)) {
+        if case .string(let echoed)? = fields["path"], !echoes(echoed, id) {
             return .failed(
                 .invalidResponse(at: "\(path).path", expected: "'…\(recordPath(id))'", found: "'\(echoed)'", record: id))
         }

@@ -38,7 +38,8 @@ struct ModelIdAssignment {
         return model(type, record.id, caller)
     }
 
-    private static func model<T: Model>(_ type: T.Type, _ objectId: String, _ caller: ModelContext) -> T? {
+    /// The model of `type` with `objectId` in `caller`.
+    static func model<T: Model>(_ type: T.Type, _ objectId: String, _ caller: ModelContext) -> T? {
         caller.model(T.self, objectId: objectId)
     }
 
@@ -80,25 +81,10 @@ struct RandomUUIDs {
         }
     }
 
-    /// A new UUID as its 36-character text in upper case (as `UUID.uuidString` writes it).
+    /// A new UUID as its 36-character text in upper case (as `UUID.uuidString` writes it; a
+    /// model id's text is that form).
     mutating func makeString() -> String {
-        let uuid = make().uuid
-        return withUnsafeBytes(of: uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { text in
-                let digits: StaticString = "0123456789ABCDEF"
-                var out = 0
-                for (index, byte) in raw.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        text[out] = UInt8(ascii: "-")
-                        out += 1
-                    }
-                    text[out] = digits.utf8Start[Int(byte >> 4)]
-                    text[out + 1] = digits.utf8Start[Int(byte & 0x0F)]
-                    out += 2
-                }
-                return out
-            }
-        }
+        ModelID(make()).description
     }
 
     private mutating func refill() {

@@ -108,13 +108,10 @@ private final class PointerTable {
             type = ModelRegistry.type(named: model)
             types[model] = type
         }
-        if let type, let held = Self.held(type, objectId, in: context) { return held }
+        if let type, let held = ModelIdAssignment.model(type, objectId, context) { return held.modelId }
         let id = ModelID(random.make())
         known[key] = id
         return id
     }
 
-    private static func held<T: Model>(_ type: T.Type, _ objectId: String, in context: ModelContext) -> ModelID? {
-        context.model(T.self, objectId: objectId)?.modelId
-    }
 }

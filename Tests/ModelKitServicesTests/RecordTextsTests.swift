@@ -383,14 +383,17 @@ struct RandomUUIDsTests {
         #expect(Set((0..<600).map { _ in random.make() }).count == 600)
     }
 
-    @Test("A record path is matched byte by byte against its parts")
-    func pathSuffix() {
-        let parts = ["/buckets/", "b", "/collections/", "Note", "/records/", "a-1"]
-        #expect(KintoService.path("/v1/buckets/b/collections/Note/records/a-1", endsWith: parts))
-        #expect(!KintoService.path("/v1/buckets/b/collections/Note/records/a-2", endsWith: parts))
-        #expect(!KintoService.path("/v1/buckets/c/collections/Note/records/a-1", endsWith: parts))
-        #expect(!KintoService.path("records/a-1", endsWith: parts))
-        #expect(KintoService.path("", endsWith: []))
+    @Test("An echoed path names a record exactly when it ends with the record's path in the service's bucket")
+    func echoedPaths() {
+        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, bucket: "b")
+        let id = RecordID(collection: "Note", id: "a-1")
+        #expect(service.echoes("/v1/buckets/b/collections/Note/records/a-1", id))
+        #expect(service.echoes(service.recordPath(id), id))
+        #expect(!service.echoes("/v1/buckets/b/collections/Note/records/a-2", id))
+        #expect(!service.echoes("/v1/buckets/c/collections/Note/records/a-1", id))
+        #expect(!service.echoes("/v1/buckets/b/collections/Other/records/a-1", id))
+        #expect(!service.echoes("records/a-1", id))
+        #expect(!service.echoes("", id))
     }
 }
 

@@ -59,7 +59,9 @@ extension Model {
                 let record = sink.records[index]
                 return RecordTexts.Entry(
                     model: models[index], modelName: record.name, objectId: record.objectId, isNewObjectId: record.isNew,
-                    range: record.start..<record.end, targets: record.targets.compactMap { sink.positions[$0] },
+                    range: record.start..<record.end,
+                    // Records are written in the walk's order: a model's position is its record's.
+                    targets: record.targets.compactMap { writer.positions.index(of: $0) },
                     refusal: record.refusal)
             }
             return RecordTexts(text: buffer.takeData(), entries: entries)
@@ -88,8 +90,6 @@ private final class RecordSink: GraphSink {
     let reservedLengths: Set<Int>
     let newObjectId: () -> String
     private(set) var records: [Record] = []
-    /// Each model's position in `records`, by id.
-    private(set) var positions: [ModelID: Int] = [:]
     /// Object ids made for models that had none, also for those reached only by pointers so far.
     private var madeObjectIds: [ModelID: String] = [:]
     /// Whether a model's record is being written (the records are inside an array).
@@ -116,7 +116,6 @@ private final class RecordSink: GraphSink {
     func beginModel(name: String, id: ModelID, objectId given: String?, createdAt: Date, updatedAt: Date) {
         json.beginObject()
         let (objectId, isNew) = objectId(of: id, given: given)
-        positions[id] = records.count
         records.append(Record(name: name, objectId: objectId, isNew: isNew, start: buffer.position - 1))
         json.key("modelId")
         json.modelId(id)
