@@ -40,24 +40,78 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     private struct Transfer {
+        let task: HTTPClient.TaskBox
         let continuation: CheckedContinuation<Outcome, Never>
         let limit: Int
-        let onFinish: @Sendable () -> Void
+        /// When the client's time limit stops the transfer.
+        let deadline: DispatchTime
         var data = Data()
         var received = 0
         var challenged = false
     }
 
-    private let transfers = Mutex<[ObjectIdentifier: Transfer]>([:])
+    private struct State {
+        var transfers: [ObjectIdentifier: Transfer] = [:]
+        /// One timer for the time limits of all transfers, set for the earliest deadline. A timer
+        /// per request (a task that sleeps, cancelled when the request ends) cost a task, a timer
+        /// registration and two thread wake-ups per request, whereas requests nearly always end
+        /// long before their limit: this one fires about once per limit while requests are under
+        /// way.
+        let deadlines = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "ModelKitServices.HTTPClient.deadlines"))
+        /// When ``deadlines`` fires next, or nil when it waits for no transfer.
+        var armed: DispatchTime?
 
-    /// Starts following `task`; `continuation` is resumed once, when it ends.
-    func register(
-        _ task: URLSessionTask, limit: Int, continuation: CheckedContinuation<Outcome, Never>,
-        onFinish: @escaping @Sendable () -> Void
-    ) {
-        transfers.withLock {
-            $0[ObjectIdentifier(task)] = Transfer(continuation: continuation, limit: limit, onFinish: onFinish)
+        mutating func arm(at deadline: DispatchTime?) {
+            armed = deadline
+            // A little leeway lets the system fire it along with other timers.
+            deadlines.schedule(deadline: deadline ?? .distantFuture, leeway: .milliseconds(10))
         }
+    }
+
+    private let state = Mutex(State())
+
+    override init() {
+        super.init()
+        state.withLock { state in
+            state.deadlines.setEventHandler { [weak self] in self?.stopOverdueTransfers() }
+            state.arm(at: nil)
+            state.deadlines.resume()
+        }
+    }
+
+    deinit {
+        state.withLock { $0.deadlines.cancel() }
+    }
+
+    /// Starts following `task`; `continuation` is resumed once, when it ends (at the latest when
+    /// `deadline` passes: then as ``Stop/timedOut``).
+    func register(
+        _ task: HTTPClient.TaskBox, limit: Int, deadline: DispatchTime, continuation: CheckedContinuation<Outcome, Never>
+    ) {
+        state.withLock { state in
+            state.transfers[ObjectIdentifier(task.task)] = Transfer(
+                task: task, continuation: continuation, limit: limit, deadline: deadline)
+            if state.armed.map({ deadline < $0 }) ?? true { state.arm(at: deadline) }
+        }
+    }
+
+    /// Stops the transfers whose deadline has passed, and sets the timer for the next one.
+    private func stopOverdueTransfers() {
+        let now = DispatchTime.now()
+        let overdue = state.withLock { state -> [HTTPClient.TaskBox] in
+            var overdue: [HTTPClient.TaskBox] = []
+            var next: DispatchTime?
+            for transfer in state.transfers.values {
+                if transfer.deadline <= now {
+                    overdue.append(transfer.task)
+                } else if next.map({ transfer.deadline < $0 }) ?? true {
+                    next = transfer.deadline
+                }
+            }
+            state.arm(at: next)
+            return overdue
+        }
+        for box in overdue { stop(box.task, because: .timedOut) }
     }
 
     /// Stops `task` for `reason`, and ends its transfer at once: the caller does not wait for
@@ -75,8 +129,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// Ends the transfer of task `identifier`; false when it had ended already.
     @discardableResult
     private func finish(_ identifier: ObjectIdentifier, with ending: Ending) -> Bool {
-        guard let transfer = transfers.withLock({ $0.removeValue(forKey: identifier) }) else { return false }
-        transfer.onFinish()
+        // The timer is left as it is: it finds nothing overdue when it fires, and sets itself for
+        // the next deadline then.
+        guard let transfer = state.withLock({ $0.transfers.removeValue(forKey: identifier) }) else { return false }
         transfer.continuation.resume(returning: Outcome(ending: ending, received: transfer.received))
         return true
     }
@@ -91,7 +146,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
             completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
         ) {
-            transfers.withLock { $0[ObjectIdentifier(task)]?.challenged = true }
+            state.withLock { $0.transfers[ObjectIdentifier(task)]?.challenged = true }
             // The credentials are in the request's own header; the session has none to offer.
             completionHandler(.cancelAuthenticationChallenge, nil)
         }
@@ -120,16 +175,19 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let declared = dataTask.response?.expectedContentLength ?? -1
-        let over: Stop? = transfers.withLock { transfers -> Stop? in
+        let over: Stop? = state.withLock { state -> Stop? in
             // Mutated in place through the dictionary: a copy of the transfer taken out and put
             // back would share its body's buffer, and each append would copy the whole body.
             let identifier = ObjectIdentifier(dataTask)
-            guard let (limit, before) = transfers[identifier].map({ ($0.limit, $0.received) }) else { return nil }
+            guard let (limit, before) = state.transfers[identifier].map({ ($0.limit, $0.received) }) else { return nil }
             let received = before + data.count
-            transfers[identifier]?.received = received
+            state.transfers[identifier]?.received = received
             if declared > Int64(limit) { return .tooLarge(declared: declared) }
             if received > limit { return .tooLarge(declared: nil) }
-            transfers[identifier]?.data.append(data)
+            // A declared length (within the limit) is the buffer's size from the first piece on,
+            // instead of growing it piece by piece.
+            if before == 0, declared > Int64(data.count) { state.transfers[identifier]?.data.reserveCapacity(Int(declared)) }
+            state.transfers[identifier]?.data.append(data)
             return nil
         }
         if let over {
@@ -139,7 +197,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         // Nil when the client stopped the transfer already.
-        guard let (data, challenged) = transfers.withLock({ $0[ObjectIdentifier(task)].map { ($0.data, $0.challenged) } })
+        guard let (data, challenged) = state.withLock({ $0.transfers[ObjectIdentifier(task)].map { ($0.data, $0.challenged) } })
         else { return }
         let ending: Ending
         if let error, challenged, (error as? URLError)?.code == .cancelled {

@@ -57,10 +57,17 @@ final class HTTPClient: Sendable {
         self.maximumResponseBytes = max(0, maximumResponseBytes)
         let seconds = timeout.seconds
         configuration = URLSessionConfiguration.ephemeral
-        // The client enforces the limit itself (below); these are the session's backstops.
-        configuration.timeoutIntervalForRequest = seconds
-        configuration.timeoutIntervalForResource = seconds + 1
+        // The client enforces the limit itself (see ``SessionDelegate``); these are the session's
+        // backstops, a little later so that the limit is the client's, whatever the session does.
+        configuration.timeoutIntervalForRequest = seconds + 1
+        configuration.timeoutIntervalForResource = seconds + 2
         configuration.urlCache = nil
+        // A service authenticates with a header on every request; it keeps no cookies (and the
+        // session that would keep them is replaced after a failed transfer on Linux). Declining
+        // them also spares swift-corelibs-foundation parsing every header line for cookies.
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieStorage = nil
         delegate = SessionDelegate()
         session = Mutex(URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil))
     }
@@ -157,7 +164,7 @@ final class HTTPClient: Sendable {
 
     private func attemptOnce(_ request: Request) async -> Result<Response, ServiceError> {
         if Task.isCancelled { return .failure(ServiceError(.cancelled(request.line))) }
-        var urlRequest = URLRequest(url: request.url, timeoutInterval: timeout.seconds)
+        var urlRequest = URLRequest(url: request.url, timeoutInterval: timeout.seconds + 1)
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
@@ -181,14 +188,11 @@ final class HTTPClient: Sendable {
         counters.bytesSent.add(request.body?.count ?? 0, ordering: .relaxed)
         let limit = maximumResponseBytes
         let delegate = delegate
+        // The time limit is the client's own: the session's timeouts only catch silence.
+        let deadline = DispatchTime.now() + timeout.seconds
         let outcome: SessionDelegate.Outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                // The time limit is the client's own: the session's timeouts only catch silence.
-                let timer = Task { [timeout] in
-                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                    delegate.stop(box.task, because: .timedOut)
-                }
-                delegate.register(task, limit: limit, continuation: continuation) { timer.cancel() }
+                delegate.register(box, limit: limit, deadline: deadline, continuation: continuation)
                 // A cancellation that came before the registration found nothing to stop.
                 if Task.isCancelled {
                     delegate.stop(task, because: .cancelled)

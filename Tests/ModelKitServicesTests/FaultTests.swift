@@ -429,10 +429,36 @@ struct FaultTests {
             error = await #expect(throws: ServiceError.self) { try await rig.service.fetch(copy) }
         }
         #expect(error?.code == .timedOut)
-        // About the limit: the session's own timer, also at 1 s, can fire a hair before it.
-        #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(5), "\(elapsed): \(error.map { "\($0)" } ?? "")")
+        // The client's own limit; the session's backstop would fire a second later.
+        #expect(elapsed >= .milliseconds(950) && elapsed < .milliseconds(1_800), "\(elapsed): \(error.map { "\($0)" } ?? "")")
         #expect(rig.service.metrics.requests == 1)
         #expect(ContextState(context, store: rig.service) == before)
+    }
+
+    @Test("An answer that trickles in, never silent but slower than the timeout, is 'timed out' at the limit")
+    func trickleTimeout() async throws {
+        let rig = try await Self.rig(timeout: .seconds(1))
+        defer { rig.proxy.stop() }
+        let (source, saved) = try await Self.savedGraph(on: rig.direct)
+        defer { withExtendedLifetime(source) {} }
+        let context = ModelContext()
+        let copy = Writer.instance(objectId: try #require(saved.objectId), in: context)
+        let before = ContextState(context, store: rig.service)
+        // 8 bytes every 0.2 s: the whole answer would take many seconds. The session's own
+        // timers (a second later than the limit) would stop it at about 2.4 s.
+        try await rig.proxy.inject([["match": "GET /v1/buckets", "action": "trickle", "bytes": 8, "interval": 0.2]])
+        let clock = ContinuousClock()
+        var error: ServiceError?
+        let elapsed = await clock.measure {
+            error = await #expect(throws: ServiceError.self) { try await rig.service.fetch(copy) }
+        }
+        #expect(error?.code == .timedOut)
+        #expect(elapsed >= .milliseconds(950) && elapsed < .milliseconds(1_800), "\(elapsed): \(error.map { "\($0)" } ?? "")")
+        #expect(rig.service.metrics.requests == 1)
+        #expect(ContextState(context, store: rig.service) == before)
+        // The service goes on working after the stopped transfer.
+        try await rig.service.fetch(copy)
+        #expect(copy.modelState == .loaded && copy.name == saved.name)
     }
 
     @Test("Cancelling the calling task stops a request under way and a wait before a retry")
