@@ -7,31 +7,30 @@ import ModelKit
 /// A create is a `PUT` with `If-None-Match: *`, an update a `PUT` with `If-Match` and the expected
 /// version, a delete a `DELETE`, with `If-Match` when a version is expected.
 struct BatchBody {
-    /// The body, written straight into the `Data` the request sends (no copy of it is made).
-    private(set) var data = Data()
+    private(set) var bytes: [UInt8] = []
 
     /// - Complexity: O(*n*) in the size of the writes' fields.
     init(_ writes: some Collection<RecordWrite>, path: (RecordID) -> String) {
         var capacity = 16
         for write in writes { capacity += 160 + (write.fields?.jsonData.count ?? 0) }
-        data.reserveCapacity(capacity)
+        bytes.reserveCapacity(capacity)
         append(#"{"requests":["#)
         var first = true
         for write in writes {
-            if !first { data.append(UInt8(ascii: ",")) }
+            if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
             switch write {
             case .create(let id, let fields):
                 request("PUT", path(id))
                 append(#","headers":{"If-None-Match":"*"},"body":{"data":"#)
-                data.append(fields.jsonData)
+                bytes.append(contentsOf: fields.jsonData)
                 append("}}")
             case .update(let id, let fields, let expected):
                 request("PUT", path(id))
                 append(#","headers":{"If-Match":"#)
                 string("\"\(expected.rawValue)\"")
                 append(#"},"body":{"data":"#)
-                data.append(fields.jsonData)
+                bytes.append(contentsOf: fields.jsonData)
                 append("}}")
             case .delete(let id, let expected):
                 request("DELETE", path(id))
@@ -46,6 +45,8 @@ struct BatchBody {
         append("]}")
     }
 
+    var data: Data { Data(bytes) }
+
     /// `{"method":…,"path":…`, the start of a request.
     private mutating func request(_ method: StaticString, _ path: String) {
         append(#"{"method":""#)
@@ -55,13 +56,12 @@ struct BatchBody {
     }
 
     private mutating func append(_ text: StaticString) {
-        text.withUTF8Buffer { data.append(contentsOf: UnsafeRawBufferPointer($0)) }
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
     /// `text` as a JSON string.
     private mutating func string(_ text: String) {
-        var quoted = KintoService.json(.string(text))
-        quoted.withUTF8 { data.append(contentsOf: UnsafeRawBufferPointer($0)) }
+        bytes.append(contentsOf: KintoService.json(.string(text)).utf8)
     }
 }
 

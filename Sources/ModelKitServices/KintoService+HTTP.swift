@@ -18,16 +18,23 @@ extension KintoService {
     /// ``recordPath(_:)`` of `id`, compared byte by byte without building that path: a batch
     /// answer has one per write.
     func echoes(_ path: String, _ id: RecordID) -> Bool {
-        var end = path.utf8.endIndex
-        let utf8 = path.utf8
-        for part in ["/buckets/", bucket, "/collections/", id.collection, "/records/", id.id].reversed() {
-            for byte in part.utf8.reversed() {
-                guard end > utf8.startIndex else { return false }
-                end = utf8.index(before: end)
-                guard utf8[end] == byte else { return false }
+        var path = path
+        return path.withUTF8 { bytes in
+            var end = bytes.count
+            // Each part, from the last, must end where the one after it starts.
+            func endsWith(_ part: String) -> Bool {
+                var part = part
+                return part.withUTF8 { part in
+                    guard part.count <= end else { return false }
+                    let start = end - part.count
+                    guard bytes[start..<end].elementsEqual(part) else { return false }
+                    end = start
+                    return true
+                }
             }
+            return endsWith(id.id) && endsWith("/records/") && endsWith(id.collection) && endsWith("/collections/")
+                && endsWith(bucket) && endsWith("/buckets/")
         }
-        return true
     }
 
     /// Sends a request to `path` under ``baseURL`` and returns the answer, whatever its status.

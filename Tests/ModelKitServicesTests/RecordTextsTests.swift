@@ -394,6 +394,25 @@ struct RandomUUIDsTests {
         #expect(!service.echoes("/v1/buckets/b/collections/Other/records/a-1", id))
         #expect(!service.echoes("records/a-1", id))
         #expect(!service.echoes("", id))
+        #expect(!service.echoes("/v1/buckets/bb/collections/Note/records/xa-1", RecordID(collection: "Note", id: "a-1")))
+        #expect(service.echoes("/buckets/b/collections/Nöte/records/é-1", RecordID(collection: "Nöte", id: "é-1")))
+        #expect(!service.echoes("/buckets/b/collections/Note/records/é-1", RecordID(collection: "Nöte", id: "é-1")))
+    }
+
+    @Test("Header names match whatever the case of their letters, and only letters fold")
+    func headerNames() {
+        let response = HTTPClient.Response(
+            status: 200, headers: ["Retry-After": "3", "backoff": "5", "X-[Odd]": "1"], body: Data(), attempts: 1)
+        #expect(response.header("retry-after") == "3")
+        #expect(response.header("RETRY-AFTER") == "3")
+        #expect(response.header("Backoff") == "5")
+        #expect(response.header("x-[odd]") == "1")
+        // '[' and '{' differ only in the bit that makes letters lower case.
+        #expect(response.header("x-{odd}") == nil)
+        #expect(response.header("Retry-Afte") == nil)
+        #expect(response.header("Retry-Aftér") == nil)
+        #expect(!HTTPClient.Response.sameName("é", "É"))
+        #expect(HTTPClient.Response.sameName("", ""))
     }
 }
 
