@@ -68,9 +68,9 @@ final class HTTPClient: Sendable {
         let seconds = timeout.seconds
         configuration = URLSessionConfiguration.ephemeral
         // The client enforces the limit itself (see ``SessionDelegate``); these are the session's
-        // backstops, a little later so that the limit is the client's, whatever the session does.
-        configuration.timeoutIntervalForRequest = seconds + 1
-        configuration.timeoutIntervalForResource = seconds + 2
+        // backstops, well after it so that the limit is the client's whatever the session does.
+        configuration.timeoutIntervalForRequest = Self.backstop(seconds)
+        configuration.timeoutIntervalForResource = Self.backstop(seconds) + 5
         configuration.urlCache = nil
         // A service authenticates with a header on every request; it keeps no cookies (and the
         // session that would keep them is replaced after a failed transfer on Linux). Declining
@@ -135,6 +135,10 @@ final class HTTPClient: Sendable {
         }
     }
 
+    /// The session's own time limit for a request the client limits to `seconds`: a safety net
+    /// only, twice as long and 5 s more.
+    static func backstop(_ seconds: TimeInterval) -> TimeInterval { seconds * 2 + 5 }
+
     /// 5xx other than "not implemented" and "version not supported", and 429: statuses that say
     /// "not now" rather than "never".
     static func isRetryable(status: Int) -> Bool {
@@ -174,7 +178,7 @@ final class HTTPClient: Sendable {
 
     private func attemptOnce(_ request: Request) async -> Result<Response, ServiceError> {
         if Task.isCancelled { return .failure(ServiceError(.cancelled(request.line))) }
-        var urlRequest = URLRequest(url: request.url, timeoutInterval: timeout.seconds + 1)
+        var urlRequest = URLRequest(url: request.url, timeoutInterval: Self.backstop(timeout.seconds))
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body

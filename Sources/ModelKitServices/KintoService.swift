@@ -179,17 +179,22 @@ public final class KintoService: ModelService {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
-        let text = try Self.jsonText(response.body, record: nil)
-        let list = text.member(text.root, "responses")
-        guard let responses = list.flatMap(text.elements) else {
-            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(list, in: text))
-        }
-        guard responses.count == chunk.count else {
-            throw .invalidResponse(
-                at: "responses", expected: "\(chunk.count) answers, one per request", found: "\(responses.count)")
-        }
+        // A plain success needs only the id and version of each record the server echoes: the
+        // rest of an echo (the whole record again) is checked but not recorded. An answer with
+        // anything else in it is read again in full, to word what happened.
+        let brief = try Self.jsonText(response.body, record: nil, keptKeys: Self.echoKeys)
+        let answers = try Self.answers(in: brief, count: chunk.count)
         var results: [RecordWriteResult] = []
-        for (index, (write, sub)) in zip(chunk, responses).enumerated() {
+        results.reserveCapacity(chunk.count)
+        for (write, sub) in zip(chunk, answers) {
+            guard let version = written(write, sub, in: brief) else { break }
+            results.append(.written(version))
+        }
+        if results.count == chunk.count { return results }
+        let text = try Self.jsonText(response.body, record: nil)
+        for (index, (write, sub)) in zip(chunk, try Self.answers(in: text, count: chunk.count)).enumerated().dropFirst(
+            results.count)
+        {
             if let version = written(write, sub, in: text) {
                 results.append(.written(version))
                 continue
@@ -198,6 +203,22 @@ public final class KintoService: ModelService {
                 result(of: write, Self.answer(sub, in: text), at: "responses[\(index)]", retried: response.attempts > 1))
         }
         return results
+    }
+
+    /// What a plain success is read for in an echoed record (`responses[i].body.data`, four
+    /// objects deep).
+    private static let echoKeys = (depth: 4, keys: ["id", "last_modified"])
+
+    /// The nodes of the `count` sub-answers of a batch answer.
+    private static func answers(in text: JSONRecordText, count: Int) throws(ServiceError) -> [Int] {
+        let list = text.member(text.root, "responses")
+        guard let responses = list.flatMap(text.elements) else {
+            throw .invalidResponse(at: "responses", expected: "an array", found: Self.describe(list, in: text))
+        }
+        guard responses.count == count else {
+            throw .invalidResponse(at: "responses", expected: "\(count) answers, one per request", found: "\(responses.count)")
+        }
+        return responses
     }
 
     /// The new version of the record `write` wrote, when its answer at `node` says plainly that
@@ -320,10 +341,14 @@ public final class KintoService: ModelService {
         }
     }
 
-    /// An answer's JSON text, parsed to be read where it lies (records are loaded from it).
-    static func jsonText(_ data: Data, record: RecordID?) throws(ServiceError) -> JSONRecordText {
+    /// An answer's JSON text, parsed to be read where it lies (records are loaded from it); with
+    /// `keptKeys`, only those members of the objects at that depth are recorded (see
+    /// `JSONRecordText.init(_:keptKeys:)`).
+    static func jsonText(_ data: Data, record: RecordID?, keptKeys: (depth: Int, keys: [String])? = nil) throws(ServiceError)
+        -> JSONRecordText
+    {
         do {
-            return try JSONRecordText(data)
+            return try JSONRecordText(data, keptKeys: keptKeys)
         } catch {
             let preview = String(decoding: data.prefix(80), as: UTF8.self)
             throw ServiceError(.invalidResponse(expected: "JSON", found: "'\(preview)' (\(error))"), record: record)

@@ -47,6 +47,27 @@ struct UnreadMemberTests {
         }
     }
 
+    @Test("Keys kept at a depth filter only the objects that deep, and the rest reads the same")
+    func keptKeysAtDepth() throws {
+        let text = #"{"list":[{"body":{"data":{"id":"a","big":[1,{"x":2}],"last_modified":5}},"id":"top"}],"id":"root"}"#
+        let record = try JSONRecordText(Data(text.utf8), keptKeys: (depth: 4, keys: ["id", "last_modified"]))
+        // The root is at depth 0, the list at 1, its item at 2, "body" at 3 and "data" at 4.
+        let item = try #require(record.member(record.root, "list").flatMap(record.elements)?.first)
+        let data = try #require(record.member(item, "body").flatMap { record.member($0, "data") })
+        #expect(record.member(data, "id").flatMap(record.string) == "a")
+        #expect(try record.member(data, "last_modified").map(record.value) == 5)
+        #expect(record.member(data, "big") == nil)
+        // Objects at other depths keep all their members.
+        #expect(record.member(item, "id").flatMap(record.string) == "top")
+        #expect(record.member(record.root, "id").flatMap(record.string) == "root")
+        #expect(try ModelValue(json: Data(text.utf8))["list"]?[0]?["body"]?["data"]?["big"] == [1, ["x": 2]])
+        // A member that is not kept is still checked.
+        let broken = text.replacingOccurrences(of: #""x":2"#, with: #""x":tru"#)
+        #expect(throws: SerializationError.self) {
+            _ = try JSONRecordText(Data(broken.utf8), keptKeys: (depth: 4, keys: ["id", "last_modified"]))
+        }
+    }
+
     @Test(
         "An error inside a member nobody reads is still an error, at the same byte offset and with the same message, and nothing loads",
         arguments: ["[1,tru]", #"{"a" 1}"#, #"["\u12"]"#, "[1,]", "-", #""\#u{1}""#, "[1 2]", "{\"a\":[{\"b\":nul}]}"])

@@ -39,12 +39,17 @@ final class JSONTape {
     /// With `keptKeys`, the members of the top-level object whose keys are not among them are
     /// checked as carefully but not recorded: a model's properties parsed for a decoder that reads
     /// only those keys take memory for what is read, not for what a file adds (one unknown
-    /// property holding a 100 MB array would otherwise take gigabytes of entries).
-    func parse(at offset: Int, skippingProperties: Bool = false, keptKeys: [[UInt8]]? = nil) throws -> Int {
+    /// property holding a 100 MB array would otherwise take gigabytes of entries). With
+    /// `keptKeysDepth`, the objects so filtered are those nested that deep (0: the top level)
+    /// instead.
+    func parse(at offset: Int, skippingProperties: Bool = false, keptKeys: [[UInt8]]? = nil, keptKeysDepth: Int = 0)
+        throws -> Int
+    {
         entries.removeAll(keepingCapacity: true)
         var scanner = JSONScanner(bytes: bytes, position: offset)
         scanner.skipsProperties = skippingProperties
         scanner.keptKeys = keptKeys
+        scanner.keptKeysDepth = keptKeysDepth
         try scanner.value(into: &entries, depth: 0)
         return scanner.position
     }
@@ -56,9 +61,10 @@ struct JSONScanner {
     var position: Int
     /// Whether to skip the value of a top-level `properties` key (see ``JSONTape/parse(at:skippingProperties:)``).
     var skipsProperties = false
-    /// The keys of the top-level object whose members are recorded; `nil`: all of them (see
-    /// ``JSONTape/parse(at:skippingProperties:keptKeys:)``).
+    /// The keys of the objects at ``keptKeysDepth`` whose members are recorded; `nil`: all of
+    /// them (see ``JSONTape/parse(at:skippingProperties:keptKeys:keptKeysDepth:)``).
     var keptKeys: [[UInt8]]?
+    var keptKeysDepth = 0
 
     init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
         self.bytes = bytes
@@ -132,7 +138,7 @@ struct JSONScanner {
                         count += 1
                         continue
                     }
-                    if depth == 0, let keptKeys, !isKept(key, among: keptKeys) {
+                    if depth == keptKeysDepth, let keptKeys, !isKept(key, among: keptKeys) {
                         tape.removeLast()
                         try checkValue(depth: depth + 1)
                         continue

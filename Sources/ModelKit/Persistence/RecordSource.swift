@@ -22,14 +22,21 @@ package final class JSONRecordText: @unchecked Sendable {
     ///
     /// - Throws: ``SerializationError`` (``SerializationError/Code/malformedInput`` with the byte
     ///   offset, or ``SerializationError/Code/nestingTooDeep``), as ``ModelValue/init(json:)``.
-    package init(_ data: Data) throws {
+    ///
+    /// With `keptKeys`, the objects nested `depth` deep (0: the top-level value) keep only the
+    /// members with those keys; the others are checked as carefully but not recorded. A reader
+    /// that needs a few members of many large objects (a batch answer's echoed records) then
+    /// spends little on the rest.
+    package init(_ data: Data, keptKeys: (depth: Int, keys: [String])? = nil) throws {
         storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(data.count, 1))
         _ = storage.initialize(from: data)
         let bytes = UnsafeBufferPointer(rebasing: storage[0..<data.count])
         tape = JSONTape(bytes: bytes)
         // Every property is set: if parsing throws, deinit frees the storage.
         let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-        var scanner = JSONScanner(bytes: bytes, position: try tape.parse(at: start))
+        let end = try tape.parse(
+            at: start, keptKeys: keptKeys.map { $0.keys.map { Array($0.utf8) } }, keptKeysDepth: keptKeys?.depth ?? 0)
+        var scanner = JSONScanner(bytes: bytes, position: end)
         scanner.skipWhitespace()
         guard scanner.position == bytes.count else { throw scanner.error(expected: "the end of the JSON text") }
     }
