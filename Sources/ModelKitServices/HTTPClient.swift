@@ -79,7 +79,7 @@ final class HTTPClient: Sendable {
         configuration.httpShouldSetCookies = false
         configuration.httpCookieStorage = nil
         delegate = SessionDelegate()
-        session = Mutex(URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil))
+        session = Mutex(URLSession(configuration: configuration, delegate: delegate, delegateQueue: Self.callbackQueue()))
     }
 
     deinit {
@@ -273,12 +273,22 @@ final class HTTPClient: Sendable {
         private func retire(_ used: URLSession) {
             let replaced = session.withLock { current -> Bool in
                 guard current === used else { return false }
-                current = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+                current = URLSession(configuration: configuration, delegate: delegate, delegateQueue: Self.callbackQueue())
                 return true
             }
             if replaced { used.finishTasksAndInvalidate() }
         }
     #endif
+
+    /// The queue a session calls the delegate on: on Linux, a serial dispatch queue behind the
+    /// `OperationQueue` that `URLSession` takes; elsewhere, one the session makes (nil).
+    private static func callbackQueue() -> OperationQueue? {
+        #if canImport(FoundationNetworking)
+            CallbackQueue()
+        #else
+            nil
+        #endif
+    }
 
     private final class Counters: Sendable {
         let requests = Atomic<Int>(0)
@@ -298,6 +308,26 @@ final class HTTPClient: Sendable {
         init(_ task: URLSessionTask) { self.task = task }
     }
 }
+
+#if canImport(FoundationNetworking)
+    /// Runs a session's delegate calls in order on a serial dispatch queue, on the same threads as
+    /// before (the shared pool, not a thread of its own), without an `Operation` for each.
+    ///
+    /// swift-corelibs-foundation hands every delegate call (the response, each piece of the body,
+    /// the completion: four or more per request) to the session's `OperationQueue` as a block,
+    /// and its `OperationQueue` makes, schedules and observes an `Operation` for each: the largest
+    /// part of the processor time a request cost the calling process outside libcurl. A serial
+    /// queue keeps the order the session relies on (one call at a time, in the order made).
+    // Unchecked, as its superclass is declared by Foundation: the one property added is a `let`
+    // holding a dispatch queue, which is safe to use from any thread.
+    final class CallbackQueue: OperationQueue, @unchecked Sendable {
+        private let calls = DispatchQueue(label: "ModelKitServices.HTTPClient.callbacks", target: .global())
+
+        override func addOperation(_ block: @escaping @Sendable () -> Void) {
+            calls.async(execute: block)
+        }
+    }
+#endif
 
 /// How a service retries a request whose attempt failed in a way that may pass: a connection
 /// that could not be made or was dropped, a server error (5xx), or "too many requests" (429).
