@@ -318,6 +318,8 @@ final class HTTPClient: Sendable {
     /// and its `OperationQueue` makes, schedules and observes an `Operation` for each: the largest
     /// part of the processor time a request cost the calling process outside libcurl. A serial
     /// queue keeps the order the session relies on (one call at a time, in the order made).
+    /// swift-corelibs-foundation's `URLSession` adds only blocks; an `Operation` added to this
+    /// queue would still run, through `OperationQueue`'s own scheduling.
     // Unchecked, as its superclass is declared by Foundation: the one property added is a `let`
     // holding a dispatch queue, which is safe to use from any thread.
     final class CallbackQueue: OperationQueue, @unchecked Sendable {
