@@ -111,7 +111,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             state.arm(at: next)
             return overdue
         }
-        for box in overdue { stop(box.task, because: .timedOut) }
+        // All of them end first; then their tasks are cancelled (a cancel waits for the task's own
+        // queue, which must not hold up the other requests' endings).
+        let ended = overdue.filter { finish(ObjectIdentifier($0.task), with: .stopped(.timedOut)) }
+        for box in ended { box.task.cancel() }
     }
 
     /// Stops `task` for `reason`, and ends its transfer at once: the caller does not wait for

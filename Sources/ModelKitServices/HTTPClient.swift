@@ -325,6 +325,12 @@ final class HTTPClient: Sendable {
     final class CallbackQueue: OperationQueue, @unchecked Sendable {
         private let calls = DispatchQueue(label: "ModelKitServices.HTTPClient.callbacks", target: .global())
 
+        override init() {
+            super.init()
+            // Should an `Operation` ever be added, it runs one at a time too.
+            maxConcurrentOperationCount = 1
+        }
+
         override func addOperation(_ block: @escaping @Sendable () -> Void) {
             calls.async(execute: block)
         }

@@ -183,7 +183,14 @@ public final class KintoService: ModelService {
         // rest of an echo (the whole record again) is checked but not recorded. An answer with
         // anything else in it is read again in full, to word what happened.
         let brief = try Self.jsonText(response.body, record: nil, keptKeys: Self.echoKeys)
-        let answers = try Self.answers(in: brief, count: chunk.count)
+        let answers: [Int]
+        do {
+            answers = try Self.answers(in: brief, count: chunk.count)
+        } catch {
+            // Worded from the whole answer: the brief reading lacks members deep down.
+            _ = try Self.answers(in: try Self.jsonText(response.body, record: nil), count: chunk.count)
+            throw error
+        }
         var results: [RecordWriteResult] = []
         results.reserveCapacity(chunk.count)
         for (write, sub) in zip(chunk, answers) {

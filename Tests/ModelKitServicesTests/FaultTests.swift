@@ -413,10 +413,10 @@ struct FaultTests {
 
     // MARK: Time limits and cancellation
 
-    /// A silent answer (8 s of nothing, then the answer), and one that trickles in: 8 bytes
+    /// A silent answer (12 s of nothing, then the answer), and one that trickles in: 8 bytes
     /// every 0.2 s, never silent for long, the whole answer taking over 10 s.
     static let slowAnswers: [String: ModelValue] = [
-        "silent": ["match": "GET /v1/buckets", "action": "delay", "seconds": 8],
+        "silent": ["match": "GET /v1/buckets", "action": "delay", "seconds": 12],
         "trickling": ["match": "GET /v1/buckets", "action": "trickle", "bytes": 8, "interval": 0.2],
     ]
 
@@ -424,7 +424,7 @@ struct FaultTests {
         "An answer slower than the timeout, silent or trickling in, is 'timed out' at the limit without retries, the placeholder stays, and the service goes on",
         arguments: ["silent", "trickling"])
     func timeout(answer: String) async throws {
-        let rig = try await Self.rig(timeout: .seconds(1))
+        let rig = try await Self.rig(timeout: .seconds(2))
         defer { rig.proxy.stop() }
         let (source, saved) = try await Self.savedGraph(on: rig.direct)
         defer { withExtendedLifetime(source) {} }
@@ -438,13 +438,26 @@ struct FaultTests {
             error = await #expect(throws: ServiceError.self) { try await rig.service.fetch(copy) }
         }
         #expect(error?.code == .timedOut)
-        // The client's own limit (late only by as much as a busy machine delays it); the
-        // session's own timers, backstops at 7 s, would come later than this bound, and they
+        // The client's own limit, late only by as much as a busy machine delays it. The
+        // session's own timers, backstops at 9 s, would come later than this bound, and they
         // never stop the trickling answer at all.
-        #expect(elapsed >= .milliseconds(950) && elapsed < .seconds(5), "\(elapsed): \(error.map { "\($0)" } ?? "")")
+        #expect(elapsed >= .milliseconds(1_950) && elapsed < .seconds(7), "\(elapsed): \(error.map { "\($0)" } ?? "")")
         #expect(rig.service.metrics.requests == 1)
         #expect(ContextState(context, store: rig.service) == before)
-        try await rig.service.fetch(copy)
+        // The service is not stuck: a plain read goes through (on a machine busy with the other
+        // tests, it may itself need more than one try at this short limit).
+        var reread: ServiceError?
+        for _ in 1...3 {
+            do {
+                try await rig.service.fetch(copy)
+                reread = nil
+                break
+            } catch let failure {
+                reread = failure
+                if failure.code != .timedOut { break }
+            }
+        }
+        #expect(reread == nil, "\(reread.map { "\($0)" } ?? "")")
         #expect(copy.modelState == .loaded && copy.name == saved.name)
     }
 
@@ -571,6 +584,11 @@ struct FaultTests {
             (["path": ["responses", 1, "body", "data", "id"], "value": "someone-else"], "responses[1].body.data.id", "'"),
             (["path": ["responses"], "pop": true], "responses", "3 answers, one per request"),
             (["path": ["responses"], "value": ["not": "an array"]], "responses", "an array"),
+            // Said from the whole answer, members four objects deep included.
+            (
+                ["path": ["responses"], "value": ["a": ["b": ["c": ["deep": 1]]]]], "responses",
+                #"an array at responses but found {"a":{"b":{"c":{"deep":1}}}}"#
+            ),
             (["path": ["responses", 0], "value": 7], "responses[0]", "an object"),
         ]
         for (edit, path, expected) in batchCases {
