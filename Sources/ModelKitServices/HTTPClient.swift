@@ -136,8 +136,10 @@ final class HTTPClient: Sendable {
     }
 
     /// The session's own time limit for a request the client limits to `seconds`: a safety net
-    /// only, twice as long and 5 s more.
-    static func backstop(_ seconds: TimeInterval) -> TimeInterval { seconds * 2 + 5 }
+    /// only, twice as long and 5 s more. Capped at a billion seconds (about 32 years) for a
+    /// longer limit: swift-corelibs-foundation turns it into whole milliseconds in an `Int`, and
+    /// traps when that overflows (a limit of `.seconds(Int64.max)`, meaning "no limit", did).
+    static func backstop(_ seconds: TimeInterval) -> TimeInterval { min(max(seconds, 0), 1e9) * 2 + 5 }
 
     /// 5xx other than "not implemented" and "version not supported", and 429: statuses that say
     /// "not now" rather than "never".

@@ -8,6 +8,22 @@ import Testing
 /// bucket of its own.
 @Suite("KintoService on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
 struct KintoServiceTests {
+    @Test("A timeout of any length is taken as given: the longest works, none at all fails at once as 'timed out'")
+    func extremeTimeouts() async throws {
+        let server = try await KintoServer.shared.value
+        let longest = KintoService(url: server.url, user: server.user, password: server.password, timeout: .seconds(Int64.max))
+        #expect(try await longest.maximumBatchSize() > 0)
+        for none: Duration in [.zero, .seconds(-5)] {
+            let impatient = KintoService(url: server.url, user: server.user, password: server.password, timeout: none)
+            var error: ServiceError?
+            let elapsed = await ContinuousClock().measure {
+                error = await #expect(throws: ServiceError.self) { _ = try await impatient.maximumBatchSize() }
+            }
+            #expect(error?.code == .timedOut, "\(none)")
+            #expect(elapsed < .seconds(2), "\(none): \(elapsed)")
+        }
+    }
+
     @Test("Saving a new model creates its record, and a fetch in another context reads the same values")
     func saveThenFetch() async throws {
         let service = try await KintoServer.freshService()
