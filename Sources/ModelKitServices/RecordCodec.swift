@@ -113,5 +113,4 @@ private final class PointerTable {
         known[key] = id
         return id
     }
-
 }

@@ -206,7 +206,7 @@ final class GraphStreamWriter {
                 // order): encode them as a tree, whose containers stay open, and write that.
                 misuse = nil
                 sink.rollback(to: checkpoint)
-                writeTree(try treeValue(of: storage.values))
+                try treeValue(of: storage.values).write(to: sink)
             }
         } catch {
             throw SerializationError(encoding: error, modelIndex: index, modelName: name)

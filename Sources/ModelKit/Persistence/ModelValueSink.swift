@@ -109,4 +109,15 @@ extension ModelValue {
         if let objectId { pointer["objectId"] = .string(objectId) }
         return .object(pointer)
     }
+
+    /// The parts of a pointer as ``pointer(name:id:objectId:)`` makes it, or nil for any other
+    /// object.
+    static func pointerParts(of object: Object) -> (name: String, id: ModelID, objectId: String?)? {
+        guard object.count == 3 || object.count == 4, object["__type"] == "ModelPointer",
+            case .string(let name)? = object["model"], case .string(let text)? = object["modelId"], let id = ModelID(text)
+        else { return nil }
+        guard object.count == 4 else { return (name, id, nil) }
+        guard case .string(let objectId)? = object["objectId"] else { return nil }
+        return (name, id, objectId)
+    }
 }

@@ -113,7 +113,10 @@ extension ModelValue {
 }
 
 extension ModelValue {
-    /// Writes the value to `sink`, as the streaming writer writes the same values.
+    /// Writes the value to `sink`, as the streaming writer writes the same values: each pointer
+    /// (as ``pointer(name:id:objectId:)`` makes it) through the sink's `pointer` call, since a
+    /// sink may write pointers in a form of its own (records name their targets by object id)
+    /// and count them.
     ///
     /// - Complexity: O(n) in the size of the value.
     func write(to sink: any GraphSink) {
@@ -131,6 +134,9 @@ extension ModelValue {
             for element in elements { element.write(to: sink) }
             sink.endArray()
         case .object(let object):
+            if let (name, id, objectId) = Self.pointerParts(of: object) {
+                return sink.pointer(name: name, id: id, objectId: objectId)
+            }
             sink.beginObject()
             for (key, member) in object {
                 sink.key(key)
