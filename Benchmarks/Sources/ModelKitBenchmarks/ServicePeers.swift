@@ -206,6 +206,63 @@ final class PeerClient: Sendable {
         try await create("Blog", id: blog.blog.id, body: try encoder.encode(Envelope(data: blog.blog)))
     }
 
+    /// The blog's creates as `/batch` bodies of `limit` writes each, made before the clock starts
+    /// for the server-floor row of `service-save`: each record encoded by `JSONEncoder` as the
+    /// per-record peer encodes it, each write a `PUT` with `If-None-Match: *`.
+    func batchBodies(_ blog: PeerBlogData, limit: Int) throws -> [Data] {
+        let encoder = Self.encoder()
+        var writes: [(path: String, body: Data)] = []
+        for post in blog.posts { writes.append((recordPath("Post", post.id), try encoder.encode(Envelope(data: post)))) }
+        for author in blog.authors { writes.append((recordPath("Author", author.id), try encoder.encode(Envelope(data: author)))) }
+        writes.append((recordPath("Blog", blog.blog.id), try encoder.encode(Envelope(data: blog.blog))))
+        return stride(from: 0, to: writes.count, by: limit).map { start in
+            // Paths are ASCII letters, digits, dashes and slashes: nothing to escape.
+            var body = Data(#"{"defaults":{"method":"PUT","headers":{"If-None-Match":"*"}},"requests":["#.utf8)
+            for (offset, write) in writes[start..<min(start + limit, writes.count)].enumerated() {
+                body.append(contentsOf: Array((offset == 0 ? "" : ",").utf8) + Array(#"{"path":""#.utf8) + Array(write.path.utf8))
+                body.append(contentsOf: Array(#"","body":"#.utf8))
+                body.append(write.body)
+                body.append(UInt8(ascii: "}"))
+            }
+            body.append(contentsOf: Array("]}".utf8))
+            return body
+        }
+    }
+
+    /// Sends `/batch` bodies, two in flight so that the server always has the next one waiting,
+    /// and returns the answers unread (checked after the clock stops, by
+    /// ``checkBatchAnswers(_:writes:)``).
+    func sendBatches(_ bodies: [Data]) async throws -> [Data] {
+        let answers = Mutex<[Int: Data]>([:])
+        let url = URL(string: "\(baseURL)/batch")!
+        try await inParallel(bodies.count, 2) { index in
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            request.httpBody = bodies[index]
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            let answer = try await self.send(request, expecting: [200]).0
+            answers.withLock { $0[index] = answer }
+        }
+        return answers.withLock { all in bodies.indices.compactMap { all[$0] } }
+    }
+
+    /// Checks that the answers of ``sendBatches(_:)`` report `writes` creates, each a 201.
+    static func checkBatchAnswers(_ answers: [Data], writes: Int) throws {
+        struct Answer: Decodable {
+            struct Response: Decodable { var status: Int }
+            var responses: [Response]
+        }
+        let statuses = try answers.flatMap { try JSONDecoder().decode(Answer.self, from: $0).responses.map(\.status) }
+        guard statuses.count == writes, statuses.allSatisfy({ $0 == 201 }) else {
+            throw ServiceBenchmarkError(
+                description: "/batch answered \(statuses.count) writes of \(writes), \(statuses.count { $0 != 201 }) not created")
+        }
+    }
+
+    private func recordPath(_ collection: String, _ id: String) -> String {
+        "/buckets/\(bucket)/collections/\(collection)/records/\(id)"
+    }
+
     /// Fetches the blog from its id, following the ids in each record: one `GET` per record.
     func fetchBlog(id: String, concurrency: Int) async throws -> PeerBlogData.Fetched {
         let decoder = Self.decoder()
