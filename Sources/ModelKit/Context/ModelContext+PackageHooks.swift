@@ -25,11 +25,13 @@ extension Model {
     /// nothing (their strings and arrays are shared); encoding them, which comparing needs in
     /// general, is only done when the copy and the values then differ bit for bit.
     package func valuesSnapshot() -> ModelValuesSnapshot {
+        // The copy holds on to the values' storage, so none of it can be freed and reused at the
+        // same address while the save is in flight: equal bits then mean the same values.
         let values = storage.values
         return ModelValuesSnapshot { [self] in
-            let now = storage.values
+            // The values now are compared where they are: a copy would retain and release each.
             let same = withUnsafeBytes(of: values) { before in
-                withUnsafeBytes(of: now) { after in
+                withUnsafeBytes(of: &storage.values) { after in
                     before.count == after.count
                         && (before.isEmpty || memcmp(before.baseAddress!, after.baseAddress!, before.count) == 0)
                 }
@@ -37,7 +39,7 @@ extension Model {
             if same { return true }
             // Bits differ when a value was written, also with an equal one (or in padding): the
             // values' trees decide, as ``properties`` would.
-            guard let old = try? GraphStreamWriter.valueTree(of: values), let new = try? GraphStreamWriter.valueTree(of: now)
+            guard let old = try? GraphStreamWriter.valueTree(of: values), let new = try? GraphStreamWriter.valueTree(of: storage.values)
             else { return false }
             return old == new
         }

@@ -33,7 +33,7 @@ final class BackgroundFileWrites: @unchecked Sendable {
 
     deinit {
         // Blocks retain `self`, so none is running: only the memory handed back is left.
-        returned?.base.deallocate()
+        if let returned { OutputBuffer.deallocate(returned.base) }
     }
 
     /// Starts writing `count` bytes of `chunk` (at file offset `offset`) on the queue and returns
@@ -43,7 +43,7 @@ final class BackgroundFileWrites: @unchecked Sendable {
     /// - Throws: The error of an earlier chunk's write.
     func submit(_ chunk: Chunk, count: Int, offset: Int) throws -> Chunk {
         try waitForChunkInFlight()
-        let next = returned.take() ?? Chunk(base: .allocate(capacity: chunk.capacity), capacity: chunk.capacity)
+        let next = returned.take() ?? Chunk(base: OutputBuffer.allocate(chunk.capacity), capacity: chunk.capacity)
         inFlight = true
         queue.async { [self] in
             do {

@@ -39,10 +39,21 @@ final class OutputBuffer {
         self.descriptor = descriptor
         self.chunksHere = chunksHere
         capacity = descriptor == nil ? 1 << 16 : 2 * Self.chunkSize
-        base = .allocate(capacity: capacity)
+        base = Self.allocate(capacity)
     }
 
-    deinit { base.deallocate() }
+    deinit { Self.deallocate(base) }
+
+    /// `bytes` of memory from `malloc`: the buffer grows with `realloc`, which can move or extend
+    /// a large block without copying it or touching its pages again (a buffer grown by allocating
+    /// and copying touches about twice its final size). Like Swift's own allocation, it traps
+    /// when the system has no memory left.
+    static func allocate(_ bytes: Int) -> UnsafeMutablePointer<UInt8> {
+        malloc(bytes)!.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// Frees memory from ``allocate(_:)``.
+    static func deallocate(_ base: UnsafeMutablePointer<UInt8>) { free(base) }
 
     /// The offset in the whole output of the next byte to be appended.
     @inline(__always) var position: Int { flushed + count }
@@ -53,10 +64,7 @@ final class OutputBuffer {
 
     private func grow(to minimum: Int) {
         let newCapacity = Swift.max(capacity * 2, minimum)
-        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
-        newBase.update(from: base, count: count)
-        base.deallocate()
-        base = newBase
+        base = realloc(base, newCapacity)!.assumingMemoryBound(to: UInt8.self)
         capacity = newCapacity
     }
 
@@ -150,9 +158,9 @@ final class OutputBuffer {
     /// The bytes written, for a buffer without a file. The buffer is empty afterwards.
     func takeData() -> Data {
         // The allocation becomes the Data's storage: no second copy of the output.
-        let data = Data(bytesNoCopy: base, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        let data = Data(bytesNoCopy: base, count: count, deallocator: .free)
         capacity = 16
-        base = .allocate(capacity: capacity)
+        base = Self.allocate(capacity)
         count = 0
         return data
     }
