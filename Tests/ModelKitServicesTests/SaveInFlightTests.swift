@@ -12,7 +12,7 @@ import Testing
 @Suite(
     "Writes while a save is in flight", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(1)))
 struct SaveInFlightTests {
-    /// Long enough that Swift keeps it in a heap buffer, so an equal copy has other bits.
+    /// Long enough that Swift keeps it in a heap buffer, so an equal copy is other bytes.
     static let longTitle = "A title long enough to live in a buffer of its own"
 
     @Test("A value written while its save is in flight stays a change and is saved next; the other models' changes are reset")
@@ -30,7 +30,7 @@ struct SaveInFlightTests {
         let save = Task { @MainActor in try await rig.service.save(writer) }
         try await Task.sleep(for: .milliseconds(300))
         writer.name = "Renamed while the save was in flight"
-        // The same value in a new buffer: other bits, so the values' trees decide, and they agree.
+        // The value it has, in a new buffer: no write, so the article's changes are reset.
         articles[0].title = String(decoding: Array(Self.longTitle.utf8), as: UTF8.self)
         try await save.value
         #expect(try await rig.proxy.count("POST /v1/batch") == 1)
