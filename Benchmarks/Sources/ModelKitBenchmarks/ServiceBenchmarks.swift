@@ -25,15 +25,17 @@ extension Benchmarks {
     static let peerConcurrency = 8
     /// The reference row of `service-save`: the same creates in `/batch` requests whose bodies were
     /// made before the clock started, two in flight so that the server never waits for the next.
-    /// Its time is the server's own for those writes, the least any client can take, so it bounds
-    /// the wall-time ratio any client could reach against the per-record peer.
+    /// Its time is the server's own for those writes, about the least any client can take, so it
+    /// about bounds the wall-time ratio any client could reach against the per-record peer.
     static let serverFloor = "/batch bodies made beforehand"
 
     // Every timed run of service-save and service-fetch sees a server holding its own records and
     // nothing else: its bucket is made (and, for a fetch, filled) before the clock starts and
     // deleted after it stops. Kinto's memory backend looks through every permission entry on the
-    // server on each record it writes or reads alone (`get_object_permissions`), so a run that
-    // found another run's records there would be slower for it, whichever subject it was.
+    // server for each record it writes (inside a `/batch` too) or reads by id
+    // (`get_object_permissions`), so a run that found another run's records there would be slower
+    // for it, whichever subject it was. A fetch runs on the connections its filling opened, for
+    // ModelKit and the peers alike.
 
     static let serviceSave = Benchmark(name: "service-save", needsServer: true) { n, session in
         let server = try await ServiceServer.shared()
@@ -362,7 +364,7 @@ private func targetNotes(_ result: BenchmarkResult, n: Int) -> [String] {
         if let floor = result.rows.first(where: { $0.subject == Benchmarks.serverFloor })?.seconds, floor > 0 {
             notes.append(
                 "the server alone took \(fixed(floor, 3)) s for these creates in /batch requests (bodies made beforehand): "
-                    + "per record is \(fixed(peer / floor, 2))x that, the most any client sending them could reach here")
+                    + "per record is \(fixed(peer / floor, 2))x that, about the most any client could reach here")
         }
     }
     let perModel = modelKit.cpuSeconds / Double(max(1, modelKit.models)) * 1e6
