@@ -39,7 +39,8 @@ extension Model {
             if same { return true }
             // Bits differ when a value was written, also with an equal one (or in padding): the
             // values' trees decide, as ``properties`` would.
-            guard let old = try? GraphStreamWriter.valueTree(of: values), let new = try? GraphStreamWriter.valueTree(of: storage.values)
+            guard let old = try? GraphStreamWriter.valueTree(of: values),
+                let new = try? GraphStreamWriter.valueTree(of: storage.values)
             else { return false }
             return old == new
         }
