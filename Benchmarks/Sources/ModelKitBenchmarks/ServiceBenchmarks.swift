@@ -44,9 +44,7 @@ extension Benchmarks {
             let bucket = try await server.makeBucket(collections: ["Blog", "Author", "Post"])
             let service = server.service(bucket: bucket)
             let context = ModelContext()
-            let graph = buildModelKitGraph(data, in: context)
-            let blog = BenchBlog.instance(in: context)
-            blog.authors = ModelArray(graph.authors)
+            let blog = buildModelKitBlog(data, in: context)
             let sample = try await timed(models: context.count, metrics: { service.metrics }) {
                 try await service.save(blog)
             }
@@ -99,9 +97,7 @@ extension Benchmarks {
             let expected: Int
             do {
                 let context = ModelContext()
-                let graph = buildModelKitGraph(data, in: context)
-                let blog = BenchBlog.instance(in: context)
-                blog.authors = ModelArray(graph.authors)
+                let blog = buildModelKitBlog(data, in: context)
                 try await service.save(blog)
                 blogId = blog.objectId!
                 expected = context.count
