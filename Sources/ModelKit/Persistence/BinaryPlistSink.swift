@@ -258,7 +258,8 @@ final class BinaryPlistSink: GraphSink {
 
     func modelId(_ value: ModelID) {
         let ref = startObject()
-        buffer.reserve(37)
+        // The marker (ASCII string, length follows), the length as a one-byte integer, 36 digits.
+        buffer.reserve(3 + 36)
         buffer.appendUnchecked(0x5F)
         buffer.appendUnchecked(0x10)
         buffer.appendUnchecked(36)

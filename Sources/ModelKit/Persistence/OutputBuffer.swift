@@ -31,6 +31,12 @@ final class OutputBuffer {
     private var writes: BackgroundFileWrites?
     private var chunksWritten = 0
     private let chunksHere: Int
+    #if DEBUG
+        /// Where the latest ``reserve(_:)`` promised room up to (an offset in the buffer). Debug
+        /// builds check every unchecked write against it, so that a writer that reserves fewer
+        /// bytes than it writes traps in the tests even where the buffer happened to have room.
+        @exclusivity(unchecked) private var reservedEnd = 0
+    #endif
 
     /// Creates a buffer that writes to `descriptor`, or keeps everything when it is `nil`.
     ///
@@ -58,8 +64,13 @@ final class OutputBuffer {
     /// The offset in the whole output of the next byte to be appended.
     @inline(__always) var position: Int { flushed + count }
 
+    /// Makes room for `extra` more bytes. Only the latest reservation counts for the unchecked
+    /// writes that follow (``appendUnchecked(_:)``, ``advance(by:)``).
     @inline(__always) func reserve(_ extra: Int) {
         if count + extra > capacity { grow(to: count + extra) }
+        #if DEBUG
+            reservedEnd = count + extra
+        #endif
     }
 
     private func grow(to minimum: Int) {
@@ -76,6 +87,7 @@ final class OutputBuffer {
 
     /// Appends without checking capacity: the caller reserved room first.
     @inline(__always) func appendUnchecked(_ byte: UInt8) {
+        assertReserved(1)
         base[count] = byte
         count += 1
     }
@@ -97,13 +109,31 @@ final class OutputBuffer {
 
     /// Counts `bytes` written directly at `base + count` (after reserving room) as appended.
     @inline(__always) func advance(by bytes: Int) {
+        assertReserved(bytes)
         count += bytes
+    }
+
+    /// Debug builds: a reservation does not outlive a flush, a truncation or a hand-over.
+    @inline(__always) private func forgetReservation() {
+        #if DEBUG
+            reservedEnd = 0
+        #endif
+    }
+
+    /// Debug builds: traps unless `bytes` more bytes at `count` lie within the latest reservation.
+    @inline(__always) private func assertReserved(_ bytes: Int) {
+        #if DEBUG
+            precondition(
+                bytes >= 0 && count + bytes <= reservedEnd && reservedEnd <= capacity,
+                "OutputBuffer: a write of \(bytes) bytes at \(count) passes the reservation ending at \(reservedEnd)")
+        #endif
     }
 
     /// Drops everything appended after `position`, which must still be in the buffer.
     func truncate(to position: Int) {
         precondition(position >= flushed && position <= self.position, "truncating flushed output")
         count = position - flushed
+        forgetReservation()
     }
 
     /// Hands the buffered bytes to the file when enough have accumulated. Call it only between
@@ -129,6 +159,7 @@ final class OutputBuffer {
         capacity = next.capacity
         flushed += count
         count = 0
+        forgetReservation()
     }
 
     /// Writes every byte to the file and returns when all are written (not yet synced to disk).
@@ -147,6 +178,7 @@ final class OutputBuffer {
         _ = modelkit_start_writeback(descriptor, Int64(flushed), Int64(count))
         flushed += count
         count = 0
+        forgetReservation()
     }
 
     /// Waits for any write in flight, ignoring its error: before the file is closed after a
@@ -162,6 +194,7 @@ final class OutputBuffer {
         capacity = 16
         base = Self.allocate(capacity)
         count = 0
+        forgetReservation()
         return data
     }
 }
