@@ -20,6 +20,7 @@ let package = Package(
         .executableTarget(name: "FuzzLoadBinaryPlist", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzLoadXML", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzModelDecoders", dependencies: ["FuzzSupport"]),
+        .executableTarget(name: "FuzzWriteGraphs", dependencies: ["FuzzSupport"]),
         // Writes the seed corpus from the fuzz models (run without sanitizers).
         .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
     ],

@@ -20,6 +20,8 @@ public enum FuzzDriver {
         case load
         /// ``FuzzCheck/decode(_:)``: the model-level decoders.
         case decode
+        /// ``FuzzGraphRecipe/check(_:)``: the writers, on graphs the input describes.
+        case writeGraphs
     }
 
     /// Set once by `run`, before libFuzzer calls `testOneInput` from its one thread.
@@ -41,6 +43,7 @@ public func fuzzOne(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     switch FuzzDriver.check {
     case .load: FuzzCheck.load(data)
     case .decode: FuzzCheck.decode(data)
+    case .writeGraphs: FuzzGraphRecipe.check(data)
     }
     return 0
 }

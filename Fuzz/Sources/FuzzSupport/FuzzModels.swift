@@ -5,7 +5,7 @@ import ModelKit
 // their files reach every reading path.
 
 public final class FuzzAuthor: ModelObject<FuzzAuthor.Properties> {
-    public struct Properties: ModelProperties {
+    public struct Properties: ModelProperties, Equatable {
         var name = ""
         var age = 0
         var born: Date?
@@ -17,7 +17,7 @@ public final class FuzzAuthor: ModelObject<FuzzAuthor.Properties> {
 }
 
 public final class FuzzPost: ModelObject<FuzzPost.Properties> {
-    public struct Properties: ModelProperties {
+    public struct Properties: ModelProperties, Equatable {
         var title = ""
         var score = 0.0
         var tags: [String] = []
@@ -26,14 +26,14 @@ public final class FuzzPost: ModelObject<FuzzPost.Properties> {
     }
 }
 
-public struct FuzzPlace: Codable {
+public struct FuzzPlace: Codable, Equatable {
     var street = ""
     var zip: String?
     var point = GeoPoint(latitude: 0, longitude: 0)
 }
 
 public final class FuzzEverything: ModelObject<FuzzEverything.Properties> {
-    public struct Properties: ModelProperties {
+    public struct Properties: ModelProperties, Equatable {
         var small: Int8 = 0
         var large: UInt64 = 0
         var ratio: Float = 0
