@@ -29,13 +29,21 @@ let package = Package(
             dependencies: ["ModelKit", "ModelKitTestSupport"],
             path: "Tests/PersistenceWriterChild"
         ),
+        // Reads through a service against a hostile server, its peak memory measured alone.
+        .executableTarget(
+            name: "ServiceClientChild",
+            dependencies: ["ModelKitServices"],
+            path: "Tests/ServiceClientChild"
+        ),
         .testTarget(
             name: "ModelKitTests",
             dependencies: ["ModelKit", "ModelKitTestSupport", "PersistenceWriterChild"],
             resources: [.copy("Fixtures")]
         ),
         // Runs against a real Kinto server that the tests start with Scripts/kinto-server.
-        .testTarget(name: "ModelKitServicesTests", dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport"]),
+        .testTarget(
+            name: "ModelKitServicesTests",
+            dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceClientChild"]),
     ],
     swiftLanguageModes: [.v6]
 )

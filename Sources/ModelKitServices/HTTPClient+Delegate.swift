@@ -20,6 +20,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         /// The kept-alive connection closed as the request went out, and libcurl was about to
         /// send it again without its body (Linux).
         case connectionDropped
+        /// The server redirected the request (a 3xx answer with `location`). The session never
+        /// follows a redirect by itself: the client decides (see ``HTTPClient/send(_:)``).
+        case redirected(status: Int, location: URL?)
     }
 
     enum Ending: Sendable {
@@ -45,6 +48,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let limit: Int
         /// When the client's time limit stops the transfer.
         let deadline: DispatchTime
+        /// The body bytes sent with the request, which the session's progress counts too.
+        let sent: Int64
         var data = Data()
         var received = 0
         var challenged = false
@@ -86,35 +91,60 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// Starts following `task`; `continuation` is resumed once, when it ends (at the latest when
     /// `deadline` passes: then as ``Stop/timedOut``).
     func register(
-        _ task: HTTPClient.TaskBox, limit: Int, deadline: DispatchTime, continuation: CheckedContinuation<Outcome, Never>
+        _ task: HTTPClient.TaskBox, limit: Int, sent: Int, deadline: DispatchTime,
+        continuation: CheckedContinuation<Outcome, Never>
     ) {
         state.withLock { state in
             state.transfers[ObjectIdentifier(task.task)] = Transfer(
-                task: task, continuation: continuation, limit: limit, deadline: deadline)
-            if state.armed.map({ deadline < $0 }) ?? true { state.arm(at: deadline) }
+                task: task, continuation: continuation, limit: limit, deadline: deadline, sent: Int64(sent))
+            let check = Self.nextCheck(before: deadline)
+            if state.armed.map({ check < $0 }) ?? true { state.arm(at: check) }
         }
     }
 
-    /// Stops the transfers whose deadline has passed, and sets the timer for the next one.
+    /// How often transfers under way are looked at for bytes the delegate is never shown.
+    ///
+    /// swift-corelibs-foundation keeps the body of a redirect (3xx) answer to itself until the
+    /// answer ends, so the size limit is also checked against the session's own count of bytes
+    /// received, at this interval, while any transfer is under way.
+    static let sizeCheckInterval: DispatchTimeInterval = .milliseconds(250)
+
+    /// When the timer should fire next for a transfer with `deadline`.
+    private static func nextCheck(before deadline: DispatchTime) -> DispatchTime {
+        min(deadline, DispatchTime.now() + sizeCheckInterval)
+    }
+
+    /// Stops the transfers whose deadline has passed or whose answer has grown past the limit
+    /// unseen, and sets the timer for the next look.
     private func stopOverdueTransfers() {
         let now = DispatchTime.now()
-        let overdue = state.withLock { state -> [HTTPClient.TaskBox] in
+        let (overdue, oversize) = state.withLock { state -> ([HTTPClient.TaskBox], [(HTTPClient.TaskBox, Int64)]) in
             var overdue: [HTTPClient.TaskBox] = []
+            var oversize: [(HTTPClient.TaskBox, Int64)] = []
             var next: DispatchTime?
             for transfer in state.transfers.values {
                 if transfer.deadline <= now {
                     overdue.append(transfer.task)
+                    continue
+                }
+                // Bytes in and out as the session counts them, headers excepted; the body sent is
+                // taken off, so what is left is at most the bytes received.
+                let received = transfer.task.task.progress.completedUnitCount - transfer.sent
+                if received > Int64(transfer.limit) {
+                    oversize.append((transfer.task, received))
                 } else if next.map({ transfer.deadline < $0 }) ?? true {
                     next = transfer.deadline
                 }
             }
-            state.arm(at: next)
-            return overdue
+            state.arm(at: next.map(Self.nextCheck(before:)))
+            return (overdue, oversize)
         }
         // All of them end first; then their tasks are cancelled (a cancel waits for the task's own
         // queue, which must not hold up the other requests' endings).
-        let ended = overdue.filter { finish(ObjectIdentifier($0.task), with: .stopped(.timedOut)) }
-        for box in ended { box.task.cancel() }
+        let ended =
+            overdue.filter { finish(ObjectIdentifier($0.task), with: .stopped(.timedOut)) }
+            + oversize.filter { finish(ObjectIdentifier($0.0.task), with: .stopped(.tooLarge(declared: nil))) }.map(\.0)
+        for box in ended { Self.cancel(box) }
     }
 
     /// Stops `task` for `reason`, and ends its transfer at once: the caller does not wait for
@@ -124,9 +154,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     func stop(_ task: URLSessionTask, because reason: Stop) {
         // Cancelled once, and only while the session has not reported the task complete:
         // swift-corelibs-foundation can trap on a cancel that races with a task's completion.
-        if finish(ObjectIdentifier(task), with: .stopped(reason)) {
-            task.cancel()
-        }
+        guard finish(ObjectIdentifier(task), with: .stopped(reason)) else { return }
+        Self.cancel(HTTPClient.TaskBox(task))
+    }
+
+    /// Cancels `task` on a thread of its own. swift-corelibs-foundation's `cancel()` waits for the
+    /// queue that all of a process's sessions share, where libcurl runs; libcurl's thread in turn
+    /// may be waiting for room in the delegate's queue (see `CallbackQueue`). Cancelling from the
+    /// delegate's queue would then wait for ever, and from anywhere else it would hold up the
+    /// caller until libcurl lets go of that queue.
+    static func cancel(_ task: HTTPClient.TaskBox) {
+        DispatchQueue.global().async { task.task.cancel() }
     }
 
     /// Ends the transfer of task `identifier`; false when it had ended already.
@@ -171,10 +209,32 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         ) {
             completionHandler(nil)
             guard finish(ObjectIdentifier(task), with: .stopped(.connectionDropped)) else { return }
-            let box = HTTPClient.TaskBox(task)
-            DispatchQueue.global().async { box.task.cancel() }
+            Self.cancel(HTTPClient.TaskBox(task))
         }
     #endif
+
+    /// Follows no redirect: ends the transfer with it instead, for ``HTTPClient/send(_:)`` to
+    /// decide. swift-corelibs-foundation would follow one to any origin with the request's
+    /// `Authorization` header, and would send a 307's or 308's body again as nothing.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+        stop(task, because: .redirected(status: response.statusCode, location: request.url))
+    }
+
+    /// Whether two URLs have the same origin: scheme, host and port (the scheme's default port
+    /// when none is written), compared without regard to case where case does not matter.
+    static func sameOrigin(_ first: URL, _ second: URL) -> Bool {
+        func origin(_ url: URL) -> (String, String, Int)? {
+            guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+            let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+            return (scheme, host, port)
+        }
+        guard let a = origin(first), let b = origin(second) else { return false }
+        return a == b
+    }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let declared = dataTask.response?.expectedContentLength ?? -1

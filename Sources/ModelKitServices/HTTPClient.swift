@@ -105,11 +105,17 @@ final class HTTPClient: Sendable {
     func send(_ request: Request) async throws(ServiceError) -> Response {
         let maximumAttempts = request.isIdempotent ? retry.maximumAttempts : 1
         var attempt = 1
+        var request = request
+        var redirects = 0
         while true {
             try await waitForBackoff(request)
             let outcome = await attemptOnce(request)
             let delay: Duration
             switch outcome {
+            case .success(let response) where (300...399).contains(response.status) && response.status != 304:
+                request = try Self.redirect(request, by: response, after: redirects)
+                redirects += 1
+                continue
             case .success(let response):
                 noteBackoff(response)
                 guard attempt < maximumAttempts, Self.isRetryable(status: response.status) else {
@@ -133,6 +139,45 @@ final class HTTPClient: Sendable {
             attempt += 1
             counters.retries.add(1, ordering: .relaxed)
         }
+    }
+
+    /// How many redirects one request follows at most.
+    static let maximumRedirects = 5
+
+    /// The request that a redirect answer asks for instead of `request`, when the client follows
+    /// it: within the request's origin only (same scheme, host and port), so that its credentials
+    /// and body never reach another server. A 307 or 308 repeats the request, body included; a
+    /// 301, 302 or 303 is followed by a read alone.
+    ///
+    /// - Throws: ``ServiceError`` invalid response: a redirect to another origin, without a
+    ///   location, of a write by 301, 302 or 303, or more than ``maximumRedirects`` in a row.
+    static func redirect(_ request: Request, by response: Response, after redirects: Int) throws(ServiceError) -> Request {
+        let expected = "an answer from \(origin(of: request.url)) (redirects are followed within it only)"
+        guard let text = response.header("Location"), let location = URL(string: text, relativeTo: request.url)?.absoluteURL
+        else {
+            throw ServiceError(.invalidResponse(expected: expected, found: "a \(response.status) without a location"))
+        }
+        guard SessionDelegate.sameOrigin(request.url, location) else {
+            throw ServiceError(.invalidResponse(expected: expected, found: "a redirect to \(location.absoluteString)"))
+        }
+        guard redirects < maximumRedirects else {
+            throw ServiceError(
+                .invalidResponse(expected: expected, found: "more than \(maximumRedirects) redirects, the last to \(location.absoluteString)"))
+        }
+        let repeats = response.status == 307 || response.status == 308
+        guard repeats || request.method == "GET" || request.method == "HEAD" else {
+            throw ServiceError(
+                .invalidResponse(
+                    expected: expected, found: "a \(response.status) redirect of a \(request.method), which would drop its body"))
+        }
+        var next = request
+        next.url = location
+        return next
+    }
+
+    /// "scheme://host[:port]" of `url`, for messages.
+    static func origin(of url: URL) -> String {
+        "\(url.scheme ?? "http")://\(url.host ?? "")\(url.port.map { ":\($0)" } ?? "")"
     }
 
     /// The session's own time limit for a request the client limits to `seconds`: a safety net
@@ -188,6 +233,10 @@ final class HTTPClient: Sendable {
         // task in it traps in swift-corelibs-foundation.
         let (session, task) = self.session.withLock { ($0, $0.dataTask(with: urlRequest)) }
         #if canImport(FoundationNetworking)
+            // swift-corelibs-foundation asks only a task's own delegate (not the session's)
+            // whether to follow a redirect, and follows it unasked otherwise: every task gets the
+            // delegate, which follows redirects within the request's origin only.
+            //
             // When a kept-alive connection turns out to be closed as a request goes out (a
             // server's idle timeout, a restart, a proxy), libcurl sends the request again on a new
             // connection. A body given as data cannot be sent twice by swift-corelibs-foundation:
@@ -197,7 +246,7 @@ final class HTTPClient: Sendable {
             // that ModelKit sends may be repeated). So requests with a body share the kept-alive
             // connections too: a connection per request costs about as much processor time as the
             // request takes there (see ``retire(_:)``).
-            if request.body != nil { task.delegate = delegate }
+            task.delegate = delegate
         #endif
         let box = TaskBox(task)
         counters.requests.add(1, ordering: .relaxed)
@@ -208,7 +257,8 @@ final class HTTPClient: Sendable {
         let deadline = DispatchTime.now() + timeout.seconds
         let outcome: SessionDelegate.Outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                delegate.register(box, limit: limit, deadline: deadline, continuation: continuation)
+                delegate.register(
+                    box, limit: limit, sent: request.body?.count ?? 0, deadline: deadline, continuation: continuation)
                 // A cancellation that came before the registration found nothing to stop.
                 if Task.isCancelled {
                     delegate.stop(task, because: .cancelled)
@@ -240,6 +290,11 @@ final class HTTPClient: Sendable {
                 ServiceError(
                     .unreachable(
                         "\(request.line): libcurl started to send it again (its kept-alive connection was probably closed)")))
+        case .stopped(.redirected(let status, let location)):
+            // Handed to ``send(_:)`` as the answer it was, with where it pointed.
+            return .success(
+                Response(
+                    status: status, headers: location.map { ["Location": $0.absoluteString] } ?? [:], body: Data(), attempts: 1))
         case .stopped(.tooLarge(let declared)):
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))
@@ -322,19 +377,40 @@ final class HTTPClient: Sendable {
     /// queue keeps the order the session relies on (one call at a time, in the order made).
     /// swift-corelibs-foundation's `URLSession` adds only blocks; an `Operation` added to this
     /// queue would still run, through `OperationQueue`'s own scheduling.
-    // Unchecked, as its superclass is declared by Foundation: the one property added is a `let`
-    // holding a dispatch queue, which is safe to use from any thread.
+    // Unchecked, as its superclass is declared by Foundation: the properties added are `let`s
+    // holding a dispatch queue, a semaphore and a key, each safe to use from any thread.
     final class CallbackQueue: OperationQueue, @unchecked Sendable {
+        /// How many calls may wait to run before the session's thread that adds one waits too.
+        ///
+        /// A body arrives as a call per piece (up to 16 KB each, decompressed), added by libcurl's
+        /// thread as fast as the connection (or the decompressor) delivers. Were the calls not
+        /// bounded, an answer over the size limit, streamed fast or compressed, would pile up in
+        /// this queue faster than the delegate can see that it is over the limit and stop it
+        /// (gigabytes, measured). Waiting here slows libcurl to the delegate's pace, so a transfer
+        /// holds at most this many pieces besides the bytes under the limit.
+        static let maximumWaiting = 16
+        /// How long the session's thread waits for room at most, so that a call added where the
+        /// delegate cannot run meanwhile (none known) delays it rather than stopping it.
+        static let longestWait: DispatchTimeInterval = .seconds(1)
+
         private let calls = DispatchQueue(label: "ModelKitServices.HTTPClient.callbacks", target: .global())
+        private let room = DispatchSemaphore(value: CallbackQueue.maximumWaiting)
+        private let key = DispatchSpecificKey<Bool>()
 
         override init() {
             super.init()
+            calls.setSpecific(key: key, value: true)
             // Should an `Operation` ever be added, it runs one at a time too.
             maxConcurrentOperationCount = 1
         }
 
         override func addOperation(_ block: @escaping @Sendable () -> Void) {
-            calls.async(execute: block)
+            // A call added from a call (none is, today) never waits for the queue it runs on.
+            let holdsRoom = DispatchQueue.getSpecific(key: key) == nil && room.wait(timeout: .now() + Self.longestWait) == .success
+            calls.async { [room] in
+                block()
+                if holdsRoom { room.signal() }
+            }
         }
     }
 #endif
