@@ -23,6 +23,10 @@ public struct SnippetCompiler {
     let swiftc: URL
     /// Whether the test binary runs under ThreadSanitizer: linked programs then need it too.
     let threadSanitized: Bool
+    /// Whether the test binary runs under AddressSanitizer (`swift test --sanitize=address`, as
+    /// CI runs it, with `MODELKIT_SANITIZER=address` set): linked programs then need it too. Its
+    /// runtime is linked in statically, so it is not among the process's mapped libraries.
+    let addressSanitized: Bool
     /// The package's library modules a program may import and is linked with.
     let modules: [String]
 
@@ -45,6 +49,9 @@ public struct SnippetCompiler {
         swiftc = found
         let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
         threadSanitized = maps.contains("tsan")
+        addressSanitized =
+            ProcessInfo.processInfo.environment["MODELKIT_SANITIZER"] == "address"
+            || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
     }
 
     /// The flags that make `import ModelKit` find this build's module and its C shim.
@@ -105,6 +112,7 @@ public struct SnippetCompiler {
         try source.write(to: file, atomically: true, encoding: .utf8)
         var flags = importFlags + [file.path] + (try libraryObjects()) + ["-o", program.path]
         if threadSanitized { flags.append("-sanitize=thread") }
+        if addressSanitized { flags.append("-sanitize=address") }
         let (status, text) = try run(swiftc, flags)
         guard status == 0 else { return Outcome(compiled: false, diagnostics: text) }
         let (executable, arguments) = launch(program)
