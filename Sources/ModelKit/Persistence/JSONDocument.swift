@@ -59,6 +59,8 @@ struct JSONDocument: TreeDocument {
     func member(of object: Int, named key: String) throws -> Int? {
         var key = key
         return try key.withUTF8 { wanted -> Int? in
+            // A member the parse dropped (checked, not kept) is read from the text when asked for.
+            if tape.mayHaveDropped(wanted, from: object) { return try tape.recoverMember(named: wanted) }
             var cursor = object + 1
             let count = Int(entry(object).count)
             for _ in 0..<count {
@@ -76,6 +78,8 @@ struct JSONDocument: TreeDocument {
             return nil
         }
     }
+
+    func allMembers(of object: Int) throws -> Int { try tape.allMembers(of: object) }
 
     func bool(_ node: Int) -> Bool { entry(node).flag }
 

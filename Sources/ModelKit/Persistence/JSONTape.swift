@@ -23,6 +23,18 @@ final class JSONTape {
 
     @exclusivity(unchecked) var entries: [Entry] = []
     let bytes: UnsafeBufferPointer<UInt8>
+    /// The most entries the tape has held: what it costs in memory is this many entries, however
+    /// large the input (tests check it).
+    private(set) var highWater = 0
+    /// When the last parse dropped members of the top-level object and may be asked for them
+    /// (see ``parse(at:skippingProperties:keptKeys:keptKeysDepth:recoveringDropped:)``), the keys
+    /// it kept.
+    private(set) var droppedAllBut: [[UInt8]]?
+    /// The keys of dropped members asked for since the last parse, for the caller to keep the
+    /// next time.
+    private(set) var recoveredKeys: [[UInt8]] = []
+    /// Whether every member of the top-level object was asked for since the last parse.
+    private(set) var recoveredAllMembers = false
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -42,16 +54,79 @@ final class JSONTape {
     /// property holding a 100 MB array would otherwise take gigabytes of entries). With
     /// `keptKeysDepth`, the objects so filtered are those nested that deep (0: the top level)
     /// instead.
-    func parse(at offset: Int, skippingProperties: Bool = false, keptKeys: [[UInt8]]? = nil, keptKeysDepth: Int = 0)
-        throws -> Int
-    {
+    ///
+    /// With `recoveringDropped` (and depth 0), a member dropped that way can still be asked for:
+    /// ``recoverMember(named:)`` and ``allMembers(of:)`` find it in the text again and add it at
+    /// the end of the tape. A decoder that asks for keys nobody can list in advance (a `Codable`
+    /// type's optionals, a custom `init(from:)`) then reads what it asks for, and its caller
+    /// learns to keep those keys from the next model on.
+    func parse(
+        at offset: Int, skippingProperties: Bool = false, keptKeys: [[UInt8]]? = nil, keptKeysDepth: Int = 0,
+        recoveringDropped: Bool = false
+    ) throws -> Int {
         entries.removeAll(keepingCapacity: true)
+        droppedAllBut = nil
+        if !recoveredKeys.isEmpty { recoveredKeys.removeAll() }
+        recoveredAllMembers = false
         var scanner = JSONScanner(bytes: bytes, position: offset)
         scanner.skipsProperties = skippingProperties
         scanner.keptKeys = keptKeys
         scanner.keptKeysDepth = keptKeysDepth
+        defer { highWater = max(highWater, entries.count) }
         try scanner.value(into: &entries, depth: 0)
+        if recoveringDropped, keptKeysDepth == 0, scanner.droppedMembers { droppedAllBut = keptKeys }
         return scanner.position
+    }
+
+    /// Whether `key` names a member of `object` the last parse may have dropped, which only
+    /// ``recoverMember(named:)`` can find.
+    @inline(__always) func mayHaveDropped(_ key: UnsafeBufferPointer<UInt8>, from object: Int) -> Bool {
+        guard object == 0, let kept = droppedAllBut else { return false }
+        return !kept.contains { $0.elementsEqual(key) }
+    }
+
+    /// Finds the first member of the top-level object named `key` in the text (the parse
+    /// dropped it, or it is not there), records its value at the end of the tape and returns its
+    /// entry; `nil` when there is no such member.
+    ///
+    /// - Complexity: O(n) in the length of the object's text; the entries added are those of the
+    ///   member's value.
+    func recoverMember(named key: UnsafeBufferPointer<UInt8>) throws -> Int? {
+        recoveredKeys.append(Array(key))
+        defer { highWater = max(highWater, entries.count) }
+        // The object was checked when it was parsed: this reads it again without errors.
+        var scanner = JSONScanner(bytes: bytes, position: entries[0].start + 1)
+        if scanner.take(UInt8(ascii: "}")) { return nil }
+        repeat {
+            let found = try scanner.memberKey()
+            let matches: Bool
+            if found.flag {
+                entries.append(found)
+                matches = try JSONDocument(tape: self).string(entries.count - 1).utf8.elementsEqual(key)
+                entries.removeLast()
+            } else {
+                matches = UnsafeBufferPointer(rebasing: bytes[found.start..<found.end]).elementsEqual(key)
+            }
+            if matches {
+                let node = entries.count
+                try scanner.value(into: &entries, depth: 1)
+                return node
+            }
+            try scanner.checkValue(depth: 1)
+        } while scanner.take(UInt8(ascii: ","))
+        return nil
+    }
+
+    /// `object` itself, or when the last parse dropped some of its members, the whole object
+    /// parsed again at the end of the tape (for `allKeys`, which must list every member).
+    func allMembers(of object: Int) throws -> Int {
+        guard object == 0, droppedAllBut != nil else { return object }
+        recoveredAllMembers = true
+        defer { highWater = max(highWater, entries.count) }
+        var scanner = JSONScanner(bytes: bytes, position: entries[0].start)
+        let node = entries.count
+        try scanner.value(into: &entries, depth: 0)
+        return node
     }
 }
 
@@ -65,6 +140,8 @@ struct JSONScanner {
     /// them (see ``JSONTape/parse(at:skippingProperties:keptKeys:keptKeysDepth:)``).
     var keptKeys: [[UInt8]]?
     var keptKeysDepth = 0
+    /// Whether a member was left out for its key.
+    private(set) var droppedMembers = false
 
     init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
         self.bytes = bytes
@@ -140,6 +217,7 @@ struct JSONScanner {
                     }
                     if depth == keptKeysDepth, let keptKeys, !isKept(key, among: keptKeys) {
                         tape.removeLast()
+                        droppedMembers = true
                         try checkValue(depth: depth + 1)
                         continue
                     }
@@ -163,7 +241,7 @@ struct JSONScanner {
     }
 
     /// Reads an object member's key and the colon after it; returns the key.
-    private mutating func memberKey() throws -> JSONTape.Entry {
+    mutating func memberKey() throws -> JSONTape.Entry {
         skipWhitespace()
         guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw error(expected: "a key string") }
         let key = try string()

@@ -15,6 +15,9 @@ final class JSONSource: ModelSource {
 
     func copyForWorker() -> any ModelSource { JSONSource(bytes: bytes) }
 
+    /// The most entries this source's tape has held (see ``JSONTape/highWater``).
+    var tapeHighWater: Int { tape.highWater }
+
     func readHeaders(into loader: GraphLoader) throws {
         // A model ModelKit writes takes a few hundred bytes at least. The id table, whose slots
         // are all written when it is made, is sized for one model per 512 bytes: it grows at most
@@ -36,7 +39,7 @@ final class JSONSource: ModelSource {
         case UInt8(ascii: "{"):
             if try !envelope(&scanner, loader) {
                 // A single bare model dictionary.
-                scanner.position = try tape.parse(at: start)
+                scanner.position = try tape.parse(at: start, skippingProperties: true, keptKeys: Self.headerKeys)
                 try model(loader)
             }
         default:
@@ -97,7 +100,8 @@ final class JSONSource: ModelSource {
                     versionText = document.describeNode(0)
                     version = tape.entries[0].kind == .integer ? try document.number(0) : nil
                 } else {
-                    scanner.position = try tape.parse(at: scanner.position)
+                    // Checked as carefully as the rest, but not recorded: its size costs no memory.
+                    try scanner.checkValue(depth: 0)
                 }
             } while scanner.take(UInt8(ascii: ","))
             try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
@@ -131,12 +135,16 @@ final class JSONSource: ModelSource {
             if let end = try canonicalHeader(at: scanner.position, loader) {
                 scanner.position = end
             } else {
-                scanner.position = try tape.parse(at: scanner.position, skippingProperties: true)
+                scanner.position = try tape.parse(at: scanner.position, skippingProperties: true, keptKeys: Self.headerKeys)
                 try model(loader)
             }
         } while scanner.take(UInt8(ascii: ","))
         try scanner.expect(UInt8(ascii: "]"), "',' or ']'")
     }
+
+    /// The keys of a model dictionary that its header reads: members with other keys are
+    /// checked, not recorded.
+    private static let headerKeys = GraphLoader.headerKeyNames.map { Array($0.utf8) }
 
     /// The last model name read, and its bytes: names repeat from model to model.
     // Unchecked like the loader's state (see `GraphLoader`): touched for every model.
@@ -231,8 +239,13 @@ final class JSONSource: ModelSource {
     }
 
     func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
-        decodedObject = (handle, try tape.parse(at: handle))
-        return try TreeDecoder.decodeProperties(M.self, at: 0, in: JSONDocument(tape: tape), info: infos.info(M.self), loader: loader)
+        // Only the members the type reads are recorded: one unknown member holding a large array
+        // would otherwise take about 15 times its text in entries. A member asked for that the
+        // tape left out is found in the text again, and kept for the type's next models.
+        let info = infos.info(M.self)
+        decodedObject = (handle, try tape.parse(at: handle, keptKeys: info.readKeys, recoveringDropped: true))
+        defer { infos.learn(M.self, from: tape) }
+        return try TreeDecoder.decodeProperties(M.self, at: 0, in: JSONDocument(tape: tape), info: info, loader: loader)
     }
 
     func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws

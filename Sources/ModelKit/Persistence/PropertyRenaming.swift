@@ -18,14 +18,30 @@ public protocol PropertyRenaming: Model {
 }
 
 /// Per-type facts the decoders need for each model, cached by the source: the encoded default
-/// properties and the rename map.
+/// properties, the rename map, and the keys of the properties that decoding reads.
 struct ModelTypeInfo {
     let defaults: ModelValue?
     let renames: [String: String]
+    /// The keys a JSON tape keeps of a model's properties (the rest is checked, not recorded);
+    /// `nil`: all of them. It starts with the keys of the defaults and of the renames, and
+    /// learns each key the type's `init(from:)` asks for beyond those (see ``learn(_:all:)``).
+    private(set) var readKeys: [[UInt8]]?
 
     static func of<M: Model>(_ type: M.Type) -> ModelTypeInfo {
         let renames = (M.self as? any PropertyRenaming.Type)?.renamedProperties ?? [:]
-        return ModelTypeInfo(defaults: DefaultValues.of(M.self), renames: renames)
+        let defaults = DefaultValues.of(M.self)
+        var keys: [String] = []
+        if case .object(let object)? = defaults { keys += object.keys }
+        for (new, old) in renames { keys += [new, old] }
+        var readKeys: [[UInt8]] = []
+        for key in keys where !readKeys.contains(Array(key.utf8)) { readKeys.append(Array(key.utf8)) }
+        return ModelTypeInfo(defaults: defaults, renames: renames, readKeys: readKeys)
+    }
+
+    /// Keeps `keys` too from now on, or with `all`, every key.
+    mutating func learn(_ keys: [[UInt8]], all: Bool) {
+        guard !all else { return readKeys = nil }
+        for key in keys where readKeys?.contains(key) == false { readKeys?.append(key) }
     }
 }
 
@@ -41,5 +57,14 @@ struct ModelTypeInfoCache {
         all[key] = info
         last = (key, info)
         return info
+    }
+
+    /// Adds what a JSON tape had to find again for a model of `type` to the keys its tape keeps.
+    mutating func learn<M: Model>(_ type: M.Type, from tape: JSONTape) {
+        guard !tape.recoveredKeys.isEmpty || tape.recoveredAllMembers else { return }
+        var info = info(type)
+        info.learn(tape.recoveredKeys, all: tape.recoveredAllMembers)
+        all[ObjectIdentifier(type)] = info
+        last = (ObjectIdentifier(type), info)
     }
 }

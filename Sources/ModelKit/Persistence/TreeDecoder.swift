@@ -329,6 +329,8 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
     /// container was made (``TreeDecoder/container(keyedBy:)``), so none is dropped here.
     var allKeys: [Key] {
         var keys: [Key] = []
+        // Members a reader left out are listed too (the object was checked: this cannot fail).
+        let object = (try? document.allMembers(of: object)) ?? object
         try? document.forEach(in: object) { key, _ in
             if let text = try? document.string(key), let typed = Key(stringValue: text) { keys.append(typed) }
             return true

@@ -68,6 +68,9 @@ protocol TreeDocument {
     /// Fails unless every key of the object node is a readable string: `allKeys` of a keyed
     /// container cannot throw, so a key it could not read would be dropped silently.
     func checkKeys(of object: Int) throws
+    /// The object node `object`, or the same object with every member when a reader left some
+    /// out (a JSON tape keeps only the members a decoder is expected to read).
+    func allMembers(of object: Int) throws -> Int
 }
 
 extension TreeDocument {
@@ -77,6 +80,7 @@ extension TreeDocument {
     func charge(elements count: Int, of node: Int) throws {}
     /// JSON keys are strings by the grammar, and the parser has checked their text.
     func checkKeys(of object: Int) throws {}
+    func allMembers(of object: Int) throws -> Int { object }
 
     /// The elements of an array node.
     func elements(of node: Int) throws -> [Int] {
