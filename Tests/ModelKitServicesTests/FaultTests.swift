@@ -469,7 +469,8 @@ struct FaultTests {
 
     @Test("Cancelling the calling task stops a request under way and a wait before a retry")
     func cancellation() async throws {
-        let rig = try await Self.rig(retry: RetryPolicy(maximumAttempts: 3, delay: .milliseconds(50), maximumDelay: .seconds(3600)))
+        let rig = try await Self.rig(
+            retry: RetryPolicy(maximumAttempts: 3, delay: .milliseconds(50), maximumDelay: .seconds(3600)))
         defer { rig.proxy.stop() }
         let (source, saved) = try await Self.savedGraph(on: rig.direct)
         defer { withExtendedLifetime(source) {} }
