@@ -299,7 +299,11 @@ final class HTTPClient: Sendable {
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))
         case .failed(.timedOut?, _):
-            return .failure(ServiceError(.timedOut("\(request.line) (limit \(timeout))")))
+            // The session's backstop, which only a client limit that failed to fire lets through:
+            // said apart from the limit, so that a test can tell which one ended the request.
+            let backstop = Self.backstop(timeout.seconds)
+            return .failure(
+                ServiceError(.timedOut("\(request.line) (the session's backstop of \(backstop) s; limit \(timeout))")))
         case .failed(.cancelled?, _):
             return .failure(ServiceError(.cancelled(request.line)))
         case .failed(_, let message):

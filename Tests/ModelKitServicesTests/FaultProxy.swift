@@ -20,7 +20,7 @@ let serviceTestsSkipped: Comment = "MODELKIT_SKIP_SERVICE_TESTS=1 is set: the te
 
 /// A fault-injecting proxy (Scripts/fault-proxy) in front of the test Kinto server, one per test,
 /// on 127.0.0.1 and a free port. It stops when `stop()` is called, when this process exits (it
-/// watches its parent), and after five minutes in any case.
+/// watches its parent), and after an hour in any case.
 struct FaultProxy: Sendable {
     /// The API root through the proxy, `http://127.0.0.1:PORT/v1`.
     let url: URL
@@ -47,16 +47,17 @@ struct FaultProxy: Sendable {
         process.executableURL = venv.appendingPathComponent("bin/python")
         process.arguments = [
             root.appendingPathComponent("Scripts/fault-proxy").path, "--upstream", upstream.absoluteString,
-            "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "300",
+            "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "3600",
         ]
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let pid = process.processIdentifier
-        // Bounded: a proxy that prints no port within 20 s is stopped, which ends the read.
+        // Bounded: a proxy that prints no port within 5 minutes (a hang: it takes well under a
+        // second on an idle machine) is stopped, which ends the read.
         let watchdog = Task.detached {
-            guard (try? await Task.sleep(for: .seconds(20))) != nil else { return }
+            guard (try? await Task.sleep(for: .seconds(300))) != nil else { return }
             kill(pid, SIGTERM)
         }
         defer { watchdog.cancel() }
@@ -82,9 +83,10 @@ struct FaultProxy: Sendable {
     }
 
     /// A service through the proxy, on `bucket`, with the test account; retries are quick by
-    /// default so that the tests are.
+    /// default so that the tests are, and the time limit long, so that only a hang reaches it on
+    /// a busy machine (a test of the limit itself sets a short one).
     func service(
-        bucket: String, timeout: Duration = .seconds(10),
+        bucket: String, timeout: Duration = .seconds(120),
         retry: RetryPolicy = RetryPolicy(maximumAttempts: 3, delay: .milliseconds(50)),
         maximumResponseBytes: Int = KintoService.defaultMaximumResponseBytes
     ) -> KintoService {
@@ -114,16 +116,35 @@ struct FaultProxy: Sendable {
         try await log().requests.filter { $0.line.contains(text) }.count
     }
 
+    /// Lets the requests held by a `hold` rule named `name` go on to the server.
+    func release(_ name: String) async throws {
+        let answer = try await control("POST", "/__proxy__/release", body: (["name": .string(name)] as ModelValue).jsonData())
+        guard answer.status == 200 else { throw FixtureError("the proxy refused to release '\(name)': \(answer.status)") }
+    }
+
     func stop() {
         kill(pid, SIGTERM)
     }
 
     private func control(_ method: String, _ path: String, body: Data?) async throws -> (status: Int, body: Data) {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(url.port ?? 0)\(path)")!, timeoutInterval: 10)
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(url.port ?? 0)\(path)")!, timeoutInterval: 120)
         request.httpMethod = method
         request.httpBody = body
         let (data, response) = try await URLSession.shared.data(for: request)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+}
+
+/// Waits until `condition` holds, looking again every 20 ms: for an event that the code under test
+/// gives no other signal of (a request reaching the proxy, say). Only a hang reaches the
+/// backstop, which throws, naming `what` was awaited.
+func waitUntil(
+    _ what: String, backstop: Duration = .seconds(300), _ condition: @Sendable () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + backstop
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw FixtureError("waited \(backstop) for \(what)") }
+        try await Task.sleep(for: .milliseconds(20))
     }
 }
 

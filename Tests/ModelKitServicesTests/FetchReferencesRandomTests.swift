@@ -12,7 +12,7 @@ import ModelKitTestSupport
 @Suite(
     "Random fetches with references agree with a walk over the saved graph",
     .enabled(if: serviceTestsEnabled, serviceTestsSkipped),
-    .timeLimit(.minutes(5)))
+    .hangBackstop)
 struct FetchReferencesRandomTests {
     /// The saved graph, by "Type/objectId": each record's pointers in order, and which records
     /// the server still has.

@@ -1,12 +1,13 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
 
 /// `fetch(_:referenceDepth:maximumRecords:)`: a model and the models it references, read level by
 /// level in batched requests and merged into the context by identity, all or nothing.
-@Suite("Fetching with references", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
+@Suite("Fetching with references", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
 struct FetchReferencesTests {
     /// A chain of writers and articles, saved: w0 → [a0, a1]; a0 → w0 (a cycle); a1 → w1;
     /// w1 → [a2]; a2 → w2; w2 → []. So each further level of depth reaches one more model.

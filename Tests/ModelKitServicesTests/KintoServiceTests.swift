@@ -1,12 +1,13 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
 
 /// Save, fetch and delete against a real Kinto server (see KintoFixture.swift). Each test has a
 /// bucket of its own.
-@Suite("KintoService on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
+@Suite("KintoService on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
 struct KintoServiceTests {
     @Test("A timeout of any length is taken as given: the longest works, none at all fails at once as 'timed out'")
     func extremeTimeouts() async throws {
@@ -15,12 +16,13 @@ struct KintoServiceTests {
         #expect(try await longest.maximumBatchSize() > 0)
         for none: Duration in [.zero, .seconds(-5)] {
             let impatient = KintoService(url: server.url, user: server.user, password: server.password, timeout: none)
-            var error: ServiceError?
-            let elapsed = await ContinuousClock().measure {
-                error = await #expect(throws: ServiceError.self) { _ = try await impatient.maximumBatchSize() }
-            }
+            let error = await #expect(throws: ServiceError.self) { _ = try await impatient.maximumBatchSize() }
             #expect(error?.code == .timedOut, "\(none)")
-            #expect(elapsed < .seconds(2), "\(none): \(elapsed)")
+            // At once: ended by the client's own limit, whose deadline has passed when the request
+            // starts, not by the session's backstop 5 s later (the error says which, however busy
+            // the machine).
+            let text = error.map { "\($0)" } ?? ""
+            #expect(text.hasSuffix("(limit \(none))") && !text.contains("backstop"), "\(none): \(text)")
         }
     }
 
@@ -351,7 +353,7 @@ struct ServiceErrorTests {
 
     @Test("A server that is not there is 'unreachable'")
     func unreachable() async {
-        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(5))
+        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(120))
         let context = ModelContext()
         let writer = Writer.instance(objectId: "w", in: context)
         let error = await #expect(throws: ServiceError.self) { try await service.fetch(writer) }
@@ -361,7 +363,7 @@ struct ServiceErrorTests {
 
     @Test("A model with an object id the server refuses is an invalid model, and nothing is sent")
     func badObjectId() async {
-        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(5))
+        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(120))
         let context = ModelContext()
         let writer = Writer.instance(in: context)
         writer.objectId = "bad.id"

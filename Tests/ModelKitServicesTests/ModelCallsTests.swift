@@ -1,12 +1,13 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
 
 /// The model-level calls (`author.save()`, `saveInBackground`) and the default service. The suite
 /// is serialized because the default service is one per process: no other suite sets it.
-@Suite("Model-level service calls", .serialized, .timeLimit(.minutes(5)))
+@Suite("Model-level service calls", .serialized, .hangBackstop)
 struct ModelCallsTests {
     @Test("Without a service passed or set, a model-level call fails with 'notConfigured' and changes nothing")
     func notConfigured() async {

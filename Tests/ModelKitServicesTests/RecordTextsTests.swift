@@ -262,7 +262,7 @@ struct RecordTextsTests {
 
     @Test("Saving a model that cannot be a record fails before anything is sent, and takes back the ids it gave")
     func refusedSaves() async throws {
-        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(5))
+        let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(120))
         let context = ModelContext()
         let reserved = RecordReservedName.instance(in: context)
         let error = await #expect(throws: ServiceError.self) { try await service.save(reserved) }
@@ -285,7 +285,7 @@ struct RecordTextsTests {
         #expect(holderError?.record?.collection == "RecordReservedName")
         #expect(holder.objectId == nil && changed.objectId == nil)
         #expect(service.metrics.requests == 0)
-        let offline = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(5), retry: .never)
+        let offline = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(120), retry: .never)
         let other = ModelContext()
         let quiet = RecordHolder.instance(in: other)
         quiet.held = ModelRef(RecordReservedName.instance(objectId: "r-2", in: other))

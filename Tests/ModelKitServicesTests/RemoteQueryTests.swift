@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
@@ -49,7 +50,7 @@ func queryService(pageSize: Int = 1_000) async throws -> KintoService {
         responses.allSatisfy({ $0["status"] == 201 })
     else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
     return KintoService(
-        url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(20), pageSize: pageSize)
+        url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(120), pageSize: pageSize)
 }
 
 /// Runs `query` locally (in its own context) and remotely into a fresh context, and returns both
@@ -67,7 +68,7 @@ func bothWays(
     return (local.map { $0.objectId ?? "?" }, remote)
 }
 
-@Suite("Queries on a real Kinto server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
+@Suite("Queries on a real Kinto server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
 struct RemoteQueryTests {
     /// Twelve samples with known values, saved.
     static func saved(_ service: KintoService, in context: ModelContext) async throws -> [Sample] {

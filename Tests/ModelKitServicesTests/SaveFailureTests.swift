@@ -22,7 +22,7 @@ final class Shelf: ModelObject<Shelf.Properties>, RemoteModel {
 struct SaveFailureTests {
     /// A service on a port nothing listens on: a request would fail as unreachable, so an
     /// `invalidModel` error proves that none was sent (and the counter checks it too).
-    private let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(5))
+    private let service = KintoService(url: URL(string: "http://127.0.0.1:9/v1")!, timeout: .seconds(120))
 
     @Test("A reference to a model that is not a RemoteModel fails the save with the reason, and nothing changes")
     func localReference() async {

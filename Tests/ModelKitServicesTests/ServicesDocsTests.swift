@@ -5,7 +5,7 @@ import Testing
 /// The docs' programs that use ModelKitServices (see DocPages.swift for how a page marks its
 /// blocks), built against this build of both libraries and run against the test server: the
 /// environment gives them its URL and account, as `KINTO_URL`, `KINTO_USER` and `KINTO_PASSWORD`.
-@Suite("The services docs' code", .timeLimit(.minutes(10)))
+@Suite("The services docs' code", .hangBackstop)
 struct ServicesDocsTests {
     @Test(
         "Every Swift block of the docs that imports ModelKitServices compiles, runs against a real server, and prints what the page says",
@@ -14,7 +14,7 @@ struct ServicesDocsTests {
         let server = try await KintoServer.shared.value
         let environment = ["KINTO_URL": server.url.absoluteString, "KINTO_USER": server.user, "KINTO_PASSWORD": server.password]
         let outcome = try SnippetCompiler(modules: ["ModelKit", "ModelKitServices"])
-            .build(andRun: program.source, environment: environment)
+            .build(andRun: program.source, companions: DocProgram.companions, environment: environment)
         let errors = outcome.diagnostics.split(separator: "\n").filter { $0.contains("error:") }
         #expect(outcome.compiled, "\(program.page) does not compile:\n\(errors.joined(separator: "\n"))")
         guard outcome.compiled else { return }

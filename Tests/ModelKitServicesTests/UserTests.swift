@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
@@ -20,7 +21,7 @@ final class Subscriber: ModelObject<Subscriber.Properties>, RemoteUser {
 
 /// Users against the real Kinto server of KintoFixture.swift. Every test signs up users of its own
 /// (`t-<uuid>`), so the tests run in parallel on one server.
-@Suite("Users on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .timeLimit(.minutes(5)))
+@Suite("Users on a real server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
 struct UserTests {
     static func server() async throws -> KintoServer {
         let server = try await KintoServer.shared.value
@@ -33,7 +34,7 @@ struct UserTests {
     static func service(
         bucket: String = "default", store: any CredentialStore = InMemoryCredentialStore()
     ) async throws -> KintoService {
-        try KintoService(url: try await server().url, bucket: bucket, credentialStore: store, timeout: .seconds(20))
+        try KintoService(url: try await server().url, bucket: bucket, credentialStore: store, timeout: .seconds(120))
     }
 
     /// Signs up a new member on `service` and returns it with its credentials.

@@ -11,6 +11,11 @@ import Testing
 // - `<!-- fragment -->` on the line before a block leaves it out: a signature, an excerpt that
 //   cannot stand alone, or code for another platform.
 //
+// A program is compiled as a reader would paste it: with the imports its own blocks make and no
+// others (the first block of each program imports what the program uses). The checked print
+// below lives in a file of its own, whose imports the page's code does not see (its members
+// neither: the program is built with MemberImportVisibility).
+//
 // A print's comment states its output: `print(author.age)   // 40`. What follows a ": " or a
 // " (" outside quotes is an explanation and is not compared (`// true: the cycle is rebuilt`), and
 // double quotes may mark a string (`// "Jon"` for the output `Jon`).
@@ -31,9 +36,10 @@ public struct DocProgram: CustomTestStringConvertible, Sendable {
     public var testDescription: String { "\(page):\(blocks.first?.line ?? 0)" }
 
     /// The program's source: the blocks, each under a `#sourceLocation` that names its page and
-    /// line, so that the compiler's diagnostics point into the page.
+    /// line, so that the compiler's diagnostics point into the page. Nothing is added before
+    /// them: no import the page does not make (the checked print is in ``companions``).
     public var source: String {
-        var text = "import Foundation\nimport ModelKit\n\n" + Self.helper
+        var text = ""
         for block in blocks {
             text += "#sourceLocation(file: \"\(page)\", line: \(block.line))\n"
             for line in block.lines { text += Self.checkingPrint(line) + "\n" }
@@ -42,8 +48,13 @@ public struct DocProgram: CustomTestStringConvertible, Sendable {
         return text
     }
 
+    /// The files compiled with ``source``, by name: the checked print, with the import it needs.
+    public static let companions = ["DocsCheckPrint.swift": helper]
+
     /// Prints what `print` would and reports, on standard error, a difference from the page.
     private static let helper = #"""
+        import Foundation
+
         func docsCheckPrint(_ items: Any..., page expected: String, file: String = #file, line: Int = #line) {
             let actual = items.map { "\($0)" }.joined(separator: " ")
             print(actual)

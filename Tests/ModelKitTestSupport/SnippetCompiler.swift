@@ -94,23 +94,35 @@ public struct SnippetCompiler {
     }
 
     /// Compiles `source` into a program linked with ModelKit and runs it; its exit status is in
-    /// the outcome.
-    public func build(andRun source: String, environment: [String: String] = [:]) throws -> Outcome {
-        try build(andRun: source, environment: environment) { program in (program, []) }
+    /// the outcome. `companions` are more files of the program, by name: their imports are
+    /// theirs only (the program is built with MemberImportVisibility, so that not even their
+    /// members reach `source`).
+    public func build(
+        andRun source: String, companions: [String: String] = [:], environment: [String: String] = [:]
+    ) throws -> Outcome {
+        try build(andRun: source, companions: companions, environment: environment) { program in (program, []) }
     }
 
     /// Compiles `source` like ``build(andRun:)``, and runs what `launch` makes of the program's
     /// path: an executable and its arguments (a shell that prepares a file system and runs the
     /// program in it, for example).
     public func build(
-        andRun source: String, environment: [String: String] = [:], launch: (URL) -> (URL, [String])
+        andRun source: String, companions: [String: String] = [:], environment: [String: String] = [:],
+        launch: (URL) -> (URL, [String])
     ) throws -> Outcome {
         let folder = try scratchFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("main.swift")
         let program = folder.appendingPathComponent("program")
         try source.write(to: file, atomically: true, encoding: .utf8)
-        var flags = importFlags + [file.path] + (try libraryObjects()) + ["-o", program.path]
+        var files = [file.path]
+        for (name, text) in companions.sorted(by: { $0.key < $1.key }) {
+            let companion = folder.appendingPathComponent(name)
+            try text.write(to: companion, atomically: true, encoding: .utf8)
+            files.append(companion.path)
+        }
+        let ownImports = companions.isEmpty ? [] : ["-enable-upcoming-feature", "MemberImportVisibility"]
+        var flags = importFlags + ownImports + files + (try libraryObjects()) + ["-o", program.path]
         if threadSanitized { flags.append("-sanitize=thread") }
         if addressSanitized { flags.append("-sanitize=address") }
         let (status, text) = try run(swiftc, flags)

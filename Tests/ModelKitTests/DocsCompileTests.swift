@@ -9,7 +9,7 @@ struct DocsCompileTests {
         "Every Swift block of the README and Docs compiles and runs, and prints what the page says",
         arguments: DocPages.programs.filter { !$0.usesServices })
     func blockCompilesAndRuns(_ program: DocProgram) throws {
-        let outcome = try SnippetCompiler().build(andRun: program.source)
+        let outcome = try SnippetCompiler().build(andRun: program.source, companions: DocProgram.companions)
         // Only the compiler's errors and the program's mismatches in a failure, not the outcome.
         let compiled = outcome.compiled
         let errors = outcome.diagnostics.split(separator: "\n").filter { $0.contains("error:") }
@@ -19,6 +19,30 @@ struct DocsCompileTests {
         #expect(status == 0, "\(program.page) exited with \(status):\n\(outcome.output.suffix(2_000))")
         let mismatches = outcome.output.split(separator: "\n").filter { $0.hasPrefix("DOCS-MISMATCH ") }
         #expect(mismatches.isEmpty, "\(mismatches.map { $0.dropFirst(14) }.joined(separator: "\n"))")
+    }
+
+    @Test(
+        "A page's program compiles as pasted, with its own imports only: Foundation's types and members need its import there",
+        arguments: [
+            ("let url = URL(fileURLWithPath: \"/tmp\")", "print(url.path)   // /tmp"),
+            ("let parts = \"a b\".components(separatedBy: \" \")", "print(parts.count)   // 2"),
+        ])
+    func onlyThePagesImports(code: String, check: String) throws {
+        let compiler = try SnippetCompiler()
+        for imports in [["import ModelKit"], ["import Foundation", "import ModelKit"]] {
+            let page = (["```swift"] + imports + [code, check, "```"]).joined(separator: "\n")
+            let program = try #require(DocPages.programs(in: page, page: "Page.md").first)
+            let outcome = try compiler.build(andRun: program.source, companions: DocProgram.companions)
+            let errors = outcome.diagnostics.split(separator: "\n").filter { $0.contains("error:") }
+            if imports.contains("import Foundation") {
+                #expect(outcome.compiled && outcome.status == 0, "\(errors)")
+                #expect(!outcome.output.contains("DOCS-MISMATCH"), "\(outcome.output)")
+            } else {
+                #expect(!outcome.compiled, "compiled without import Foundation: \(code)")
+                // Said at the page's line of the code (the block's first line is the page's second).
+                #expect(errors.contains { $0.contains("Page.md:\(imports.count + 2):") }, "\(errors)")
+            }
+        }
     }
 
     @Test("The check finds blocks, honours the markers and reads a print's stated output")

@@ -60,13 +60,23 @@ struct PredicateNestingTests {
 
     @Test(
         "p = p || q a hundred thousand times appends in place, and branches built from one predicate stay apart",
-        .timeLimit(.minutes(1)))
+        .hangBackstop)
     func chainsBuiltInALoop() throws {
         let context = notes()
         let never = try ModelPredicate<Note>("count == 100")
         let one = try ModelPredicate<Note>("count == 1")
-        var any = never
-        for _ in 0..<100_000 { any = any || never }
+        var any = never || never
+        // In place: every predicate of the loop adds to the one shared array (a copy per step
+        // would be quadratic, and a new chain); checked without a clock, so that a busy machine
+        // can't fail it.
+        let shared = try #require(any.chain?.operands)
+        var moved = 0
+        for _ in 1..<100_000 {
+            any = any || never
+            if any.chain?.operands !== shared { moved += 1 }
+        }
+        #expect(moved == 0)
+        #expect(any.chain?.count == 100_001 && shared.nodes.count == 100_001)
         let base = any
         // Two predicates built from one: the second must not see the first's operand.
         let withOne = base || one
@@ -114,11 +124,22 @@ struct ConditionNestingTests {
         #expect(try count(shallow, in: context) == 7)
     }
 
-    @Test("c = c || d a hundred thousand times appends in place, and branches built from one condition stay apart", .timeLimit(.minutes(1)))
+    @Test("c = c || d a hundred thousand times appends in place, and branches built from one condition stay apart", .hangBackstop)
     func chainsBuiltInALoop() throws {
         let context = notes()
         var any = Condition<Int>.equals(100)
-        for _ in 0..<100_000 { any = any || .equals(100) }
+        // In place, without a clock: every condition of the loop adds to one shared chain.
+        var chains: Set<ObjectIdentifier> = []
+        for _ in 0..<100_000 {
+            any = any || .equals(100)
+            if case .chain(let chain, _)? = any.combination { chains.insert(ObjectIdentifier(chain)) }
+        }
+        #expect(chains.count == 1)
+        if case .chain(let chain, let count)? = any.combination {
+            #expect(count == 100_001 && chain.operands.count == 100_001)
+        } else {
+            Issue.record("not a chain")
+        }
         let base = any
         let withOne = base || .equals(1)
         let withoutOne = base || .equals(100)
@@ -127,7 +148,12 @@ struct ConditionNestingTests {
         #expect(try count(base, in: context) == 0)
         #expect(withOne.depth == 2)
         var all = Condition<Int>.greaterThanOrEqual(0)
-        for index in 0..<100_000 { all = all && .notEquals(index + 5) }
+        var allChains: Set<ObjectIdentifier> = []
+        for index in 0..<100_000 {
+            all = all && .notEquals(index + 5)
+            if case .chain(let chain, _)? = all.combination { allChains.insert(ObjectIdentifier(chain)) }
+        }
+        #expect(allChains.count == 1)
         #expect(try count(all, in: context) == 5)
     }
 

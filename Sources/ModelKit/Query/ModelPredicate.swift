@@ -55,8 +55,9 @@ public struct ModelPredicate<M: Model> {
 
     /// The predicate, unless it is a chain.
     private let single: Node
-    /// The chain and how many of its operands this predicate has, for chains.
-    private let chain: (operands: Chain, count: Int)?
+    /// The chain and how many of its operands this predicate has, for chains. Not private: the
+    /// tests check that a chain built in a loop is one array appended to, without a clock.
+    let chain: (operands: Chain, count: Int)?
     /// The nesting of `node`: 0 for ``all``, 1 for a condition, one more per `&&`, `||` or `!`
     /// around it (a chain of `&&` or of `||` is one level).
     let depth: Int
