@@ -277,4 +277,66 @@ struct IsolationCompileTests {
             #expect(outcome.status == 0)
         #endif
     }
+
+    @Test("A model that an actor's context made in its property default took in traps when top-level code writes it")
+    func actorContextTiedOnFirstUse() throws {
+        // Issue #30, item 8: the documented `let modelContext = ModelContext()` runs outside the
+        // actor, so the context had no owner and this program ran with no trap. It compiles:
+        // top-level code may send a model it made to an actor and go on using it.
+        let outcome = try SnippetCompiler().build(
+            andRun: prelude + """
+                actor Keeper: ModelActor {
+                    let modelContext = ModelContext()
+                    func adopt(_ author: Author) {
+                        modelContext.insert(author)
+                        author.name = "keeper"
+                    }
+                }
+
+                let keeper = Keeper()
+                let author = Author()
+                await keeper.adopt(author)
+                FileHandle.standardError.write(Data("before\\n".utf8))
+                author.name = "main"
+                print("after")
+                """)
+        #expect(outcome.compiled, "did not compile:\n\(outcome.diagnostics)")
+        #expect(outcome.output.contains("before"))
+        #if DEBUG
+            #expect(outcome.status != 0)
+            #expect(!outcome.output.contains("after"))
+            // The runtime's own check of an actor's executor stops the process before the
+            // message ModelKit passes it is printed (on Linux); it names the owning actor.
+            #expect(outcome.output.contains("Keeper"), "\(outcome.output)")
+        #else
+            #expect(outcome.status == 0)
+        #endif
+    }
+
+    @Test("A context made outside any actor stays usable by the actor it is handed to")
+    func unclaimedContextHandedOver() throws {
+        // A nonisolated function makes and fills a context, then hands it to an actor, which
+        // uses it (and so owns it from then on): no trap, in debug builds too.
+        let outcome = try SnippetCompiler().build(
+            andRun: prelude + """
+                func makeContext() -> ModelContext {
+                    let context = ModelContext()
+                    Author.instance(objectId: "made", in: context).age = 1
+                    return context
+                }
+                actor Owner {
+                    var context: ModelContext?
+                    func take(_ context: sending ModelContext) -> Int {
+                        self.context = context
+                        let author = Author.instance(objectId: "made", in: context)
+                        author.age += 1
+                        return author.age
+                    }
+                }
+                print(await Owner().take(makeContext()))
+                """)
+        #expect(outcome.compiled, "did not compile:\n\(outcome.diagnostics)")
+        #expect(outcome.status == 0, "\(outcome.output)")
+        #expect(outcome.output == "2\n")
+    }
 }

@@ -11,15 +11,20 @@ extension Model {
     /// author.name = "Jon"
     /// ```
     ///
+    /// - Parameters:
+    ///   - context: Where the model is registered.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Complexity: O(1).
-    public static func instance(in context: ModelContext) -> Self {
+    public static func instance(in context: ModelContext, isolation: (any Actor)? = #isolation) -> Self {
+        context.claim(for: isolation)
         let model = Self()
         guard !(model is any ContextFreeModel) else { return model }
         return context.insert(model)
     }
 
     /// Creates a new model in the main actor's ``ModelContext/current`` context. See
-    /// ``instance(in:)``.
+    /// ``instance(in:isolation:)``.
     ///
     /// - Complexity: O(1).
     @MainActor public static func instance() -> Self {
@@ -38,13 +43,19 @@ extension Model {
     /// its properties' default values. Loaded back, it is a ``ModelState/loaded`` model like any
     /// other, so call ``removeFromContext()`` on a placeholder whose data never arrives.
     ///
+    /// - Parameters:
+    ///   - objectId: The object id to find, or to give the placeholder.
+    ///   - context: Where the model is looked up and registered.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Complexity: O(1).
-    public static func instance(objectId: String, in context: ModelContext) -> Self {
-        context.model(Self.self, objectId: objectId)
+    public static func instance(objectId: String, in context: ModelContext, isolation: (any Actor)? = #isolation) -> Self {
+        context.claim(for: isolation)
+        return context.model(Self.self, objectId: objectId)
             ?? placeholder(in: context) { $0.storage.metadata.objectId = objectId }
     }
 
-    /// ``instance(objectId:in:)`` in the main actor's ``ModelContext/current`` context: the model
+    /// ``instance(objectId:in:isolation:)`` in the main actor's ``ModelContext/current`` context: the model
     /// with `objectId`, or a new placeholder registered there, which a write of the context saves.
     ///
     /// - Complexity: O(1).
@@ -57,15 +68,21 @@ extension Model {
     /// returns it.
     ///
     /// To find a model without creating one, use ``ModelContext/model(_:modelId:)``. A placeholder
-    /// is saved with the context, as ``instance(objectId:in:)`` describes.
+    /// is saved with the context, as ``instance(objectId:in:isolation:)`` describes.
     ///
+    /// - Parameters:
+    ///   - modelId: The model id to find, or to give the placeholder.
+    ///   - context: Where the model is looked up and registered.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Complexity: O(1).
-    public static func instance(modelId: ModelID, in context: ModelContext) -> Self {
-        context.model(Self.self, modelId: modelId)
+    public static func instance(modelId: ModelID, in context: ModelContext, isolation: (any Actor)? = #isolation) -> Self {
+        context.claim(for: isolation)
+        return context.model(Self.self, modelId: modelId)
             ?? placeholder(in: context) { $0.storage.metadata.modelId = modelId }
     }
 
-    /// ``instance(modelId:in:)`` in the main actor's ``ModelContext/current`` context: the model
+    /// ``instance(modelId:in:isolation:)`` in the main actor's ``ModelContext/current`` context: the model
     /// with `modelId`, or a new placeholder registered there, which a write of the context saves.
     ///
     /// - Complexity: O(1).
@@ -89,13 +106,17 @@ extension Model {
     /// If the context already has another instance with this model's id, that one stays and this
     /// model is not added.
     ///
+    /// - Parameters:
+    ///   - context: The context to add the model to.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Complexity: O(1).
-    public func addToContext(_ context: ModelContext) {
-        context.insert(self)
+    public func addToContext(_ context: ModelContext, isolation: (any Actor)? = #isolation) {
+        context.insert(self, isolation: isolation)
     }
 
     /// Adds the model to the main actor's ``ModelContext/current`` context. See
-    /// ``addToContext(_:)``.
+    /// ``addToContext(_:isolation:)``.
     ///
     /// - Complexity: O(1).
     @MainActor public func addToContext() {
@@ -119,7 +140,7 @@ extension Model {
     public var modelId: ModelID { storage.metadata.modelId }
 
     /// An application-defined id, such as a backend's object id. ``ModelContext/model(_:objectId:)``
-    /// finds the model by it, as does ``instance(objectId:in:)``, which creates a placeholder when
+    /// finds the model by it, as does ``instance(objectId:in:isolation:)``, which creates a placeholder when
     /// it finds none.
     ///
     /// Changing it re-indexes the model in its context; if another instance of the same type in

@@ -38,6 +38,23 @@ extension Model {
     }
 }
 
+extension ModelContext {
+    /// Makes `isolation`, the domain of a caller that uses the context, its owner if the context
+    /// was made outside any actor and has no owner yet. An actor's `let modelContext =
+    /// ModelContext()` is made in its initializer, where there is no actor to own it; the actor's
+    /// first call that creates, inserts, loads, merges, finds or queries models in it ties it to
+    /// the actor, so that the debug-build check covers its models from then on. Calls made
+    /// outside any actor leave it unclaimed: a function that makes a context may hand it over.
+    ///
+    /// - Complexity: O(1).
+    @inline(__always)
+    func claim(for isolation: (any Actor)?) {
+        guard isUnclaimed, let isolation else { return }
+        owner = isolation
+        isUnclaimed = false
+    }
+}
+
 /// Whether the caller runs on the main queue, which executes the main actor's jobs.
 ///
 /// `Thread.isMainThread` is not enough: after `dispatch_main()` (an `async` top-level program on

@@ -26,7 +26,7 @@ import Synchronization
 /// and models are not `Sendable`, so the compiler rejects every way of using them from two
 /// domains at once: capturing them in a `Task`, a detached task or a task group's closure while
 /// the domain still uses them, or passing them to another actor. Hand ``ModelID``s and
-/// ``ModelSnapshot``s across instead, and ``merge(_:)`` a snapshot into the context that should see
+/// ``ModelSnapshot``s across instead, and ``merge(_:isolation:)`` a snapshot into the context that should see
 /// the changes.
 ///
 /// In debug builds, reading or writing a model of a context made on an actor (the main actor
@@ -199,6 +199,9 @@ public final class ModelContext {
     /// model access in debug builds. Weak: an actor that stores its context must not be kept
     /// alive by it.
     weak var owner: (any Actor)?
+    /// Whether the context was made outside any actor and no actor has used it since: the first
+    /// that does becomes its owner (see ``claim(for:)``).
+    @exclusivity(unchecked) var isUnclaimed: Bool
 
     /// What other targets of this package keep per context (see `subscript(packageState:)`).
     var packageState: [String: AnyObject] = [:]
@@ -217,15 +220,19 @@ public final class ModelContext {
     ///
     /// - Parameter isolation: The domain the context belongs to; leave it to the default, the
     ///   caller's. A context made outside any actor (in a nonisolated function, or in an actor's
-    ///   initializer) is kept to one domain by the compiler alone.
+    ///   initializer or property default, which Swift runs outside the actor) belongs to the first
+    ///   actor that creates, inserts, loads, merges, finds or queries models in it (see
+    ///   Docs/Contexts.md).
     /// - Complexity: O(1).
     public init(isolation: isolated (any Actor)? = #isolation) {
         owner = isolation
+        isUnclaimed = isolation == nil
     }
 
     /// Creates the context of `owner`'s domain (the main actor's stack).
     init(owner: any Actor) {
         self.owner = owner
+        isUnclaimed = false
     }
 
     /// The number of models in the context (the seed's `contextCount`).
@@ -285,7 +292,7 @@ public final class ModelContext {
     }
 
     /// The model of type `type` with `modelId`, or `nil` when the context has none. Unlike
-    /// ``Model/instance(modelId:in:)``, it never creates a placeholder.
+    /// ``Model/instance(modelId:in:isolation:)``, it never creates a placeholder.
     ///
     /// - Complexity: O(1).
     public func model<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
@@ -303,7 +310,7 @@ public final class ModelContext {
     }
 
     /// The model of type `type` whose ``Model/objectId`` is `objectId`, or `nil` when the context
-    /// has none. Unlike ``Model/instance(objectId:in:)``, it never creates a placeholder, so
+    /// has none. Unlike ``Model/instance(objectId:in:isolation:)``, it never creates a placeholder, so
     /// asking about an id leaves the context, and what a write of it saves, as they were.
     ///
     /// - Complexity: O(1) (average, hashing `objectId`).
@@ -318,9 +325,14 @@ public final class ModelContext {
     /// and object id), that instance stays and is returned; otherwise `model` is returned. Use the
     /// returned instance.
     ///
+    /// - Parameters:
+    ///   - model: The model to add.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Complexity: O(1).
     @discardableResult
-    public func insert<M: Model>(_ model: M) -> M {
+    public func insert<M: Model>(_ model: M, isolation: (any Actor)? = #isolation) -> M {
+        claim(for: isolation)
         let inserted = register(model)
         if inserted === model, !model.storage.box.held.isEmpty { adoptHeld(by: model) }
         return inserted
@@ -371,7 +383,7 @@ public final class ModelContext {
         model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel)
     }
 
-    /// Registers `model`: ``insert(_:)`` without adopting what it holds.
+    /// Registers `model`: ``insert(_:isolation:)`` without adopting what it holds.
     private func register<M: Model>(_ model: M) -> M {
         let previous = model.storage.context
         if previous === self { return model }

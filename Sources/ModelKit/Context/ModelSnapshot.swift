@@ -67,15 +67,31 @@ extension ModelContext {
     /// instance this context holds is updated in place and reports the change; the others are
     /// added), then the snapshot's removals are removed here.
     ///
+    /// A model is matched by its model id or, when this context has no model with that id, by its
+    /// type and object id: a model a background actor made with
+    /// ``Model/instance(objectId:in:isolation:)`` updates the model with that object id here, which
+    /// keeps its model id, and the snapshot's references to it lead to that model. Declared
+    /// inverses of updated models are brought in line on both sides.
+    ///
     /// ```swift
     /// try ModelContext.main.merge(snapshot)
     /// ```
     ///
-    /// - Throws: ``SerializationError`` as ``load(_:options:)`` does; after an error the context is
-    ///   exactly as before and nothing is removed.
+    /// - Parameters:
+    ///   - snapshot: What another context handed over.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
+    /// - Throws: ``SerializationError`` as ``load(_:options:isolation:)`` does, and
+    ///   ``SerializationError/Code/duplicateObjectId`` when two models of the snapshot claim the
+    ///   same object id; after an error the context is exactly as before and nothing is removed.
     /// - Complexity: O(n) in the size of the snapshot.
-    public func merge(_ snapshot: ModelSnapshot) throws {
-        if !snapshot.modelIds.isEmpty { try load(snapshot.document) }
+    public func merge(_ snapshot: ModelSnapshot, isolation: (any Actor)? = #isolation) throws {
+        claim(for: isolation)
+        if !snapshot.modelIds.isEmpty {
+            var options = DeserializationOptions()
+            options.matchesObjectIds = true
+            try load(snapshot.document, options: options)
+        }
         for id in snapshot.removedIds {
             guard let model = model(withId: id) else { continue }
             model.removeFromContext()

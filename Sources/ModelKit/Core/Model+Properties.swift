@@ -107,7 +107,7 @@ extension Model {
     /// target was removed from the context or no longer exists, and, when a model with that id is
     /// in the context again, that model. Assigning a model that is in no context yet adds it to
     /// this model's context. A model in no context resolves its references among the models it
-    /// was given (see ``ModelContext/insert(_:)``).
+    /// was given (see ``ModelContext/insert(_:isolation:)``).
     ///
     /// - Complexity: O(1).
     public subscript<Target: Model>(dynamicMember keyPath: WritableKeyPath<Properties, ModelRef<Target>>) -> Target? {

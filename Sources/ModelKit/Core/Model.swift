@@ -53,7 +53,7 @@ public protocol Model: AnyModelObject, Observable {
 
     /// Creates a model with default properties, outside any context.
     ///
-    /// Prefer ``instance(in:)``, which also registers the new model in a context.
+    /// Prefer ``instance(in:isolation:)``, which also registers the new model in a context.
     init()
 
     /// The name written to serialized data and used to find the type again when reading it.
@@ -64,8 +64,8 @@ public protocol Model: AnyModelObject, Observable {
 
 /// A model that is never added to a context automatically: the counterpart of `MKitNoContext`.
 ///
-/// ``Model/instance(in:)`` and friends return unregistered instances for such types; the app keeps
-/// them alive. ``Model/addToContext(_:)`` still registers one explicitly.
+/// ``Model/instance(in:isolation:)`` and friends return unregistered instances for such types; the app keeps
+/// them alive. ``Model/addToContext(_:isolation:)`` still registers one explicitly.
 ///
 /// ```swift
 /// final class Draft: ModelObject<Draft.Properties>, ContextFreeModel {

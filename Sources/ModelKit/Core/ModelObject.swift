@@ -100,7 +100,7 @@ open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
 
     /// Creates a model with default properties and a fresh ``ModelID``, outside any context.
     ///
-    /// Prefer ``Model/instance(in:)``, which also registers the new model in a context.
+    /// Prefer ``Model/instance(in:isolation:)``, which also registers the new model in a context.
     public required init() {
         values = Properties()
         let now = Date()

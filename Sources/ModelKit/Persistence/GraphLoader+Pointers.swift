@@ -82,6 +82,8 @@ extension GraphLoader {
     /// The instance for a pointer to `id` when it resolves without question: the id is in the
     /// data and belongs to a `T`. `nil` otherwise (the general path then says what is wrong).
     func resolvedTarget<T: Model>(_ id: ModelID, as type: T.Type) -> Unmanaged<T>? {
+        // A pointer matched by object id holds an id that is not its target's.
+        if !redirects.isEmpty, redirects[id] != nil { return nil }
         guard let slot = positions.lookup(id) else { return forwardInstance(T.self, id: id) }
         return try? targetInstance(at: slot, as: T.self) { _ in CancellationError() }
     }
@@ -188,6 +190,7 @@ extension GraphLoader {
         id: ModelID, objectNode: Int?, in document: D, as type: T.Type, path: @autoclosure () -> [any CodingKey],
         fail: (SerializationError.Code, String, String, String) -> SerializationError
     ) throws -> (Unmanaged<T>, ModelID) {
+        let id = redirected(id)
         if let slot = positions.lookup(id) {
             let target = try targetInstance(at: slot, as: T.self) { index in
                 fail(

@@ -51,7 +51,8 @@ final class GraphLoader {
     private let unownedContext: Unmanaged<ModelContext>
     let options: DeserializationOptions
     let source: any ModelSource
-    @exclusivity(unchecked) private(set) var headers: [Header] = []
+    /// Set here, and by object-id matching (see `GraphLoader+ObjectIds.swift`).
+    @exclusivity(unchecked) var headers: [Header] = []
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Whether the context held no model when the load started: then no model of the data can be
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
@@ -88,6 +89,9 @@ final class GraphLoader {
     @exclusivity(unchecked) var placeholders: [ModelID: any Model] = [:]
     @exclusivity(unchecked) var placeholderOrder: [any Model] = []
     @exclusivity(unchecked) private var updates: [() -> Void] = []
+    /// What the updates of models with relationships do to the other sides of their inverses,
+    /// run at commit once the new models are registered.
+    @exclusivity(unchecked) private var propagations: [() -> Void] = []
     /// The new models to register at commit, one batch per type.
     @exclusivity(unchecked) private var batches: [any LoadedModelBatch] = []
     @exclusivity(unchecked) private var batchIndex: [ObjectIdentifier: Int] = [:]
@@ -134,6 +138,9 @@ final class GraphLoader {
     /// For records (see `RecordSource.swift`): the model id of a pointer's target from its model
     /// name and object id, which records' pointers give instead of a model id.
     @exclusivity(unchecked) var pointerIds: ((String, String) -> ModelID)?
+    /// For a merge: the ids of models of the data matched to models of the context by object id,
+    /// and those models' ids (see `GraphLoader+ObjectIds.swift`).
+    @exclusivity(unchecked) var redirects: [ModelID: ModelID] = [:]
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsLoader = GraphLoader.detached()
 
@@ -259,6 +266,7 @@ final class GraphLoader {
         guard !isStreaming || contextWasEmpty else { throw StreamingUnavailable() }
         try source.readHeaders(into: self)
         if isStreaming, pendingCount > 0 { throw StreamingUnavailable() }
+        if options.matchesObjectIds, !contextWasEmpty { try matchObjectIds() }
         decodeInParallel()
         try decodeAll()
         try checkObjectIds()
@@ -298,6 +306,7 @@ final class GraphLoader {
         // the context turns away (another thread inserted the same id meanwhile) are unmarked.
         for model in context.registerLoaded(batches) { Self.detach(model) }
         for model in placeholderOrder { insert(model) }
+        for propagation in propagations { propagation() }
         // A file whose two sides of an inverse disagree (written by hand, or by an older
         // version) is repaired once every model is in place. Types without inverses skip it.
         for batch in batches { batch.repairInverses() }
@@ -524,13 +533,17 @@ final class GraphLoader {
         }
         let model = unmanaged.takeUnretainedValue()
         let context = self.context
-        updates.append {
+        let hasRelationships = model.relationshipTable != nil
+        updates.append { [unowned self] in
             let oldObjectId = model.storage.metadata.objectId
+            let before = hasRelationships ? model.storage.values : nil
             // An existing model: loading is a reset of its changes, and observers and indexes
             // hear about what the load changed.
             model.replaceLoadedValues(properties)
             Self.stamp(model.storage.box, header, joining: nil)
             context.objectIdChanged(model, from: oldObjectId)
+            // The models its relationships left or joined follow, once every model is in place.
+            if let before { self.propagations.append { model.propagateReplacement(from: before) } }
         }
     }
 

@@ -110,10 +110,10 @@ extension ModelContext {
     }
 
     /// Registers models created by a load, under one lock: the bulk counterpart of
-    /// ``insert(_:)`` for models that have never been in a context, whose ids and object ids the
+    /// ``insert(_:isolation:)`` for models that have never been in a context, whose ids and object ids the
     /// loader already knows (reading them from each model would copy each model's storage).
     ///
-    /// As with ``insert(_:)``, when the context already holds a model with the same id (or type
+    /// As with ``insert(_:isolation:)``, when the context already holds a model with the same id (or type
     /// and object id), that model stays and the loaded one is left out. Models are registered one
     /// type after another (in the order the types first appeared), each type in the order the loader
     /// made its models.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A ``TreeDocument`` over a ``ModelValue`` tree, so that trees are read by the same decoder and
-/// loader as files: ``Model/instance(from:in:options:)``, a property's default value where the
+/// loader as files: ``Model/instance(from:in:options:isolation:)``, a property's default value where the
 /// data lacks it, and the layout probe's templates.
 ///
 /// The tree is flattened once into nodes (a container's children are consecutive entries of

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Models from a value tree (``Model/instance(from:in:options:)``): the tree is flattened into a
+/// Models from a value tree (``Model/instance(from:in:options:isolation:)``): the tree is flattened into a
 /// ``ModelValueDocument`` and read by the same loader and decoder as files, so a tree and a file
 /// holding the same models load the same way and fail with the same errors.
 final class ModelValueSource: ModelSource {

@@ -119,6 +119,11 @@ extension ModelContext {
     /// let authors = context.models(of: Author.self)
     /// ```
     ///
+    /// - Parameters:
+    ///   - url: The file to read.
+    ///   - options: What to do with pointers to models the file doesn't contain.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Throws: ``SerializationError`` saying where (byte offset, or model index and property
     ///   path) and what was expected: malformed or truncated input, a newer format version
     ///   (``SerializationError/Code/unsupportedVersion``), unknown model names, duplicate ids,
@@ -129,16 +134,26 @@ extension ModelContext {
     ///   ``PersistenceError/Code/notAFileURL``).
     ///   After an error the context and its models are exactly as before.
     /// - Complexity: O(n) in the size of the file.
-    public func load(from url: URL, options: DeserializationOptions = DeserializationOptions()) throws {
-        try load(Persistence.contents(of: url), options: options)
+    public func load(
+        from url: URL, options: DeserializationOptions = DeserializationOptions(), isolation: (any Actor)? = #isolation
+    ) throws {
+        try load(Persistence.contents(of: url), options: options, isolation: isolation)
     }
 
     /// Loads models from the bytes of a file in any of the ``PersistenceFormat``s. See
-    /// ``load(from:options:)``.
+    /// ``load(from:options:isolation:)``.
     ///
+    /// - Parameters:
+    ///   - data: The bytes of a file.
+    ///   - options: What to do with pointers to models the data doesn't contain.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of `data`.
-    public func load(_ data: Data, options: DeserializationOptions = DeserializationOptions()) throws {
+    public func load(
+        _ data: Data, options: DeserializationOptions = DeserializationOptions(), isolation: (any Actor)? = #isolation
+    ) throws {
+        claim(for: isolation)
         if isEmpty {
             // Loading at launch: one pass over the input when it loads cleanly. On anything else
             // that pass throws, having changed nothing, and the general loader below runs. A large
@@ -185,7 +200,7 @@ extension Model {
         try Persistence.write(Persistence.Roots([self]), format: format, to: url)
     }
 
-    /// Loads a file written by ``write(to:format:)`` (or any file ``ModelContext/load(from:options:)``
+    /// Loads a file written by ``write(to:format:)`` (or any file ``ModelContext/load(from:options:isolation:)``
     /// reads) and returns its first model.
     ///
     /// ```swift
@@ -196,16 +211,19 @@ extension Model {
     ///   - url: The file to read.
     ///   - context: Where models are merged by identity.
     ///   - options: What to do with pointers to models the file doesn't contain.
-    /// - Throws: ``SerializationError`` (see ``ModelContext/load(from:options:)``), including
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
+    /// - Throws: ``SerializationError`` (see ``ModelContext/load(from:options:isolation:)``), including
     ///   ``SerializationError/Code/modelTypeConflict`` when the first model is not a `Self`.
     /// - Complexity: O(n) in the size of the file.
     public static func load(
-        from url: URL, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
+        from url: URL, in context: ModelContext, options: DeserializationOptions = DeserializationOptions(),
+        isolation: (any Actor)? = #isolation
     ) throws -> Self {
-        try load(Persistence.contents(of: url), in: context, options: options)
+        try load(Persistence.contents(of: url), in: context, options: options, isolation: isolation)
     }
 
-    /// ``load(from:in:options:)`` into the main actor's ``ModelContext/current`` context.
+    /// ``load(from:in:options:isolation:)`` into the main actor's ``ModelContext/current`` context.
     ///
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of the file.
@@ -215,19 +233,27 @@ extension Model {
         try load(from: url, in: .current, options: options)
     }
 
-    /// Loads the bytes of a file and returns its first model. See ``load(from:in:options:)``.
+    /// Loads the bytes of a file and returns its first model. See ``load(from:in:options:isolation:)``.
     ///
+    /// - Parameters:
+    ///   - data: The bytes of a file.
+    ///   - context: Where models are merged by identity.
+    ///   - options: What to do with pointers to models the data doesn't contain.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of `data`.
     public static func load(
-        _ data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
+        _ data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions(),
+        isolation: (any Actor)? = #isolation
     ) throws -> Self {
-        try withModelSource(for: data) { source in
+        context.claim(for: isolation)
+        return try withModelSource(for: data) { source in
             try GraphLoader(context: context, options: options, source: source).load(root: Self.self)
         }
     }
 
-    /// ``load(_:in:options:)`` into the main actor's ``ModelContext/current`` context.
+    /// ``load(_:in:options:isolation:)`` into the main actor's ``ModelContext/current`` context.
     ///
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of `data`.

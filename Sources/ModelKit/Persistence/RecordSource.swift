@@ -158,7 +158,7 @@ package struct LoadableRecord {
 }
 
 extension Model {
-    /// Loads `records` into `context`, all or nothing, as ``instance(from:in:options:)`` loads a
+    /// Loads `records` into `context`, all or nothing, as ``instance(from:in:options:isolation:)`` loads a
     /// tree of model dictionaries, and returns the model of the first, which must be a `Self`.
     ///
     /// Each record's fields but those named in `hiding` are its model's properties (the header

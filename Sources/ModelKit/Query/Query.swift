@@ -176,9 +176,14 @@ extension Model {
     /// let authors = try Author.query(in: context).where(\.age, .greaterThan(30)).results()
     /// ```
     ///
+    /// - Parameters:
+    ///   - context: The context whose models the query reads.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Complexity: O(1).
-    public static func query(in context: ModelContext) -> Query<Self> {
-        Query(context: context)
+    public static func query(in context: ModelContext, isolation: (any Actor)? = #isolation) -> Query<Self> {
+        context.claim(for: isolation)
+        return Query(context: context)
     }
 
     /// A query over the models of this type in the main actor's ``ModelContext/current`` context,

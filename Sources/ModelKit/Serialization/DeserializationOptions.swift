@@ -19,6 +19,10 @@ public struct DeserializationOptions: Sendable {
     /// change it to run workers on small inputs.
     var parallelism = Parallelism()
 
+    /// Whether a model of the data that the context holds under another model id, but with the
+    /// same type and object id, updates that model (a merge; see `GraphLoader+ObjectIds.swift`).
+    var matchesObjectIds = false
+
     public init(danglingPointers: DanglingPointerPolicy = .fail) {
         self.danglingPointers = danglingPointers
     }

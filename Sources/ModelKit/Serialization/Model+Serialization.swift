@@ -74,6 +74,8 @@ extension Model {
     ///   - value: One model dictionary, or an array of them with the root first.
     ///   - context: Where to look models up and register them.
     ///   - options: See ``DeserializationOptions``.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Returns: The first model in the data.
     /// - Throws: ``SerializationError`` naming the model index, the property path and what was
     ///   expected: wrong types, missing `model` names, unknown model names, invalid or duplicate
@@ -82,8 +84,10 @@ extension Model {
     ///   in it are exactly as before.
     /// - Complexity: O(n) in the size of the data.
     public static func instance(
-        from value: ModelValue, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
+        from value: ModelValue, in context: ModelContext, options: DeserializationOptions = DeserializationOptions(),
+        isolation: (any Actor)? = #isolation
     ) throws -> Self {
+        context.claim(for: isolation)
         // Read as files are read (the same loader and decoder), over the flattened tree, which
         // has no byte offsets to report.
         do {
@@ -94,7 +98,7 @@ extension Model {
         }
     }
 
-    /// ``instance(from:in:options:)`` in the main actor's ``ModelContext/current`` context.
+    /// ``instance(from:in:options:isolation:)`` in the main actor's ``ModelContext/current`` context.
     ///
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of the data.
@@ -104,7 +108,7 @@ extension Model {
         try instance(from: value, in: .current, options: options)
     }
 
-    /// Rebuilds a graph from UTF-8 JSON text. See ``instance(from:in:options:)``.
+    /// Rebuilds a graph from UTF-8 JSON text. See ``instance(from:in:options:isolation:)``.
     ///
     /// The text is read where it lies, by the loader that reads files (no ``ModelValue`` is built
     /// first), so a file's envelope is accepted too.
@@ -113,21 +117,29 @@ extension Model {
     /// let copy = try Post.instance(fromJSON: try post.jsonData(), in: archive)
     /// ```
     ///
+    /// - Parameters:
+    ///   - data: UTF-8 JSON text.
+    ///   - context: Where to look models up and register them.
+    ///   - options: See ``DeserializationOptions``.
+    ///   - isolation: The caller's domain; leave it to the default. A context made outside any
+    ///     actor becomes its own (see ``ModelContext/init(isolation:)``).
     /// - Throws: ``SerializationError`` with the byte offset of the problem as well as the model
     ///   index and property path; malformed JSON gives ``SerializationError/Code/malformedInput``.
     ///   The context is unchanged after an error.
     /// - Complexity: O(n) in the size of the data.
     public static func instance(
-        fromJSON data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions()
+        fromJSON data: Data, in context: ModelContext, options: DeserializationOptions = DeserializationOptions(),
+        isolation: (any Actor)? = #isolation
     ) throws -> Self {
+        context.claim(for: isolation)
         // Read as files are read (the same tape and loader), without a value tree in between.
-        try data.withUnsafeBytes { raw in
+        return try data.withUnsafeBytes { raw in
             let source = JSONSource(bytes: raw.bindMemory(to: UInt8.self))
             return try GraphLoader(context: context, options: options, source: source).load(root: Self.self)
         }
     }
 
-    /// ``instance(fromJSON:in:options:)`` in the main actor's ``ModelContext/current`` context.
+    /// ``instance(fromJSON:in:options:isolation:)`` in the main actor's ``ModelContext/current`` context.
     ///
     /// - Throws: ``SerializationError``; the context is unchanged after an error.
     /// - Complexity: O(n) in the size of the data.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A serialized value: what ``Model/serialize(as:)`` returns and what
-/// ``Model/instance(from:in:options:)`` reads.
+/// ``Model/instance(from:in:options:isolation:)`` reads.
 ///
 /// It is a typed tree of the values JSON and property lists can hold, plus native dates and data
 /// for the property-list form. Objects keep their keys in order, so serialized output is stable.
