@@ -22,6 +22,9 @@ final class JSONTape {
     }
 
     @exclusivity(unchecked) var entries: [Entry] = []
+    /// How many members the last ``parse(at:skippingProperties:keptKeys:keptKeysDepth:)`` left
+    /// out for not being among `keptKeys`: keys the reader does not know.
+    @exclusivity(unchecked) private(set) var droppedMembers = 0
     let bytes: UnsafeBufferPointer<UInt8>
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
@@ -50,7 +53,9 @@ final class JSONTape {
         scanner.skipsProperties = skippingProperties
         scanner.keptKeys = keptKeys
         scanner.keptKeysDepth = keptKeysDepth
+        droppedMembers = 0
         try scanner.value(into: &entries, depth: 0)
+        droppedMembers = scanner.droppedMembers
         return scanner.position
     }
 }
@@ -65,6 +70,8 @@ struct JSONScanner {
     /// them (see ``JSONTape/parse(at:skippingProperties:keptKeys:keptKeysDepth:)``).
     var keptKeys: [[UInt8]]?
     var keptKeysDepth = 0
+    /// How many members were checked but not recorded for not being among ``keptKeys``.
+    var droppedMembers = 0
 
     init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
         self.bytes = bytes
@@ -140,6 +147,7 @@ struct JSONScanner {
                     }
                     if depth == keptKeysDepth, let keptKeys, !isKept(key, among: keptKeys) {
                         tape.removeLast()
+                        droppedMembers += 1
                         try checkValue(depth: depth + 1)
                         continue
                     }
