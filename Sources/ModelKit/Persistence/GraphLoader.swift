@@ -139,6 +139,8 @@ final class GraphLoader {
     /// The stored keys the last Codable decoding of properties did not ask for (see
     /// `GraphLoader+UnknownKeys.swift`).
     @exclusivity(unchecked) var unknownKeysOfLastDecode: [String] = []
+    /// The array the Codable path notes asked keys in, kept from model to model.
+    @exclusivity(unchecked) var askedKeysBuffer: [String] = []
     /// The model types and keys warned about in this load, and the warnings shown at commit.
     @exclusivity(unchecked) var warnedUnknownKeys: Set<UnknownKey> = []
     @exclusivity(unchecked) var pendingWarnings: [String] = []

@@ -37,9 +37,16 @@ extension TreeDecoder {
             document: document, node: node, defaults: info.defaults, loader: loader,
             codingPath: [IndexKey(stringValue: "properties")], depth: 1, renames: info.renames)
         guard loader.checksUnknownKeys else { return try M.Properties(from: decoder) }
-        decoder.askedKeys = []
+        // One array for every model of the load: taken from the loader (so that it is unique
+        // and appends do not copy it), emptied, and handed back.
+        var asked = loader.askedKeysBuffer
+        loader.askedKeysBuffer = []
+        asked.removeAll(keepingCapacity: true)
+        decoder.askedKeys = asked
         let properties = try M.Properties(from: decoder)
         loader.unknownKeysOfLastDecode = try decoder.keysNotAskedFor()
+        loader.askedKeysBuffer = decoder.askedKeys ?? []
+        decoder.askedKeys = nil
         return properties
     }
 }
