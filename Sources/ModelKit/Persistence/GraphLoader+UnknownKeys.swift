@@ -6,8 +6,8 @@ import Foundation
 //
 // They are found where the loaders already skip them. The direct fills stop at the first such
 // key and leave the model to the Codable path (compact JSON never matches one, the JSON tape
-// counts the members it drops, the tree and property-list fills see them), so files without
-// unknown keys cost nothing more. The Codable path (TreeDecoder.decodeProperties) notes the keys
+// counts the members it drops, the tree and property-list fills see them), so directly filled
+// models of files without unknown keys cost nothing more. The Codable path (TreeDecoder.decodeProperties) notes the keys
 // `init(from:)` asks for and compares the stored keys with them once it is done: a type whose
 // decoding skips a key on purpose is not blamed for it, and one that reads `allKeys` knows them all.
 
@@ -26,13 +26,13 @@ extension GraphLoader {
         if options.unknownKeys == .fail, let key = keys.first {
             throw SerializationError(
                 .unknownKey, modelIndex: index, modelName: header.name, path: "properties.\(key)",
-                expected: "only keys that \(M.Properties.self) decodes (map a renamed property with PropertyRenaming)",
+                expected: "only keys that \(M.self).Properties decodes (map a renamed property with PropertyRenaming)",
                 found: "the stored key \"\(key)\" in model \(header.id)\(objectId)")
         }
         for key in keys where !warnedUnknownKeys.contains(UnknownKey(model: header.name, key: key)) {
             warnedUnknownKeys.insert(UnknownKey(model: header.name, key: key))
             pendingWarnings.append(
-                "\(header.name) (model \(header.id)\(objectId)) has a stored property \"\(key)\" that \(M.Properties.self) "
+                "\(header.name) (model \(header.id)\(objectId)) has a stored property \"\(key)\" that \(M.self).Properties "
                     + "does not decode: it loads with its default and the next save drops it. Map a renamed property "
                     + "with PropertyRenaming, or load with DeserializationOptions(unknownKeys: .ignore) if it was removed.")
         }
