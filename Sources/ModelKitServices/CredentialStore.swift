@@ -5,11 +5,13 @@ import Synchronization
 ///
 /// Kinto's accounts take HTTP Basic credentials on every request, so the password itself is what a
 /// service keeps while a user is logged in, and what a ``CredentialStore`` keeps across launches.
-/// Its `description` leaves the password out, so logging a value does not leak it.
+/// Its `description`, `debugDescription` and mirror leave the password out, so logging,
+/// `dump(_:)` or a debugger's summary of a value does not leak it.
 ///
 /// ```swift
 /// let credentials = Credentials(username: "bob", password: "s3cret")
 /// print(credentials)   // bob (password hidden)
+/// dump(credentials)    // username: "bob", password: "(hidden)"
 /// ```
 public struct Credentials: Sendable, Hashable, CustomStringConvertible {
     /// The account name: for ``KintoService``, letters, digits, `_` and `-`, not starting with `_`
@@ -86,6 +88,9 @@ public final class InMemoryCredentialStore: CredentialStore {
     public func remove(key: String) {
         _ = entries.withLock { $0.removeValue(forKey: key) }
     }
+
+    /// How many credentials the store holds (its descriptions show this, never the entries).
+    var entryCount: Int { entries.withLock { $0.count } }
 }
 
 extension ServiceError {

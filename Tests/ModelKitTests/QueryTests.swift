@@ -563,3 +563,55 @@ private func names(_ models: [Person]) -> Set<String> { Set(models.map(\.name)) 
         }
     }
 }
+
+@Suite("Hostile query text")
+struct HostileQueryTextTests {
+    /// The syntax error `text` gives, or `nil` if it parses.
+    func syntaxError(_ text: String) -> QueryError? {
+        do {
+            _ = try ModelPredicate<Person>(text)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("A megabyte of parentheses, negations or string is refused at the length limit, saying where")
+    func tooLong() throws {
+        let limit = ModelPredicate<Person>.maximumTextLength
+        #expect(limit == 65_536)
+        for text in [
+            String(repeating: "(", count: 1 << 20), String(repeating: "NOT ", count: 1 << 18),
+            "name = '" + String(repeating: "a", count: 1 << 20) + "'", String(repeating: "{", count: 1 << 20),
+        ] {
+            let error = try #require(syntaxError(text))
+            #expect(error.code == .syntax)
+            #expect(error.column == limit + 1)
+            #expect(error.expected == "a query of at most \(limit) bytes (UTF-8)")
+            #expect(error.found == "\(text.utf8.count) bytes")
+        }
+        // Columns count characters: the limit falls inside the 16,383rd four-byte character.
+        let emoji = try #require(syntaxError("name = '" + String(repeating: "😀", count: 20_000) + "'"))
+        #expect(emoji.column == 8 + 16_382 + 1)
+        // Up to the limit, text is read.
+        let longest = "name = '" + String(repeating: "a", count: limit - 9) + "'"
+        #expect(longest.utf8.count == limit)
+        #expect(syntaxError(longest) == nil)
+    }
+
+    @Test("Deep nesting is refused at the 257th level without reading the rest of the text")
+    func refusedWhereTooDeep() throws {
+        // A character the language doesn't use at the end: reading the whole text first reported it.
+        for opener in ["(", "NOT ", "!"] {
+            let text = String(repeating: opener, count: 15_000) + "age > 1 #"
+            let error = try #require(syntaxError(text))
+            #expect(error.expected == "at most 256 levels of nesting", "\(opener): \(error)")
+            #expect(error.column == 256 * opener.count + 1)
+        }
+        let lists = try #require(syntaxError("age IN " + String(repeating: "{", count: 15_000) + " #"))
+        #expect(lists.expected == "at most 256 levels of nesting")
+        #expect(lists.column == 8 + 256)
+        #expect(syntaxError(String(repeating: "(", count: 255) + "age > 1" + String(repeating: ")", count: 255)) == nil)
+        #expect(syntaxError("age IN " + String(repeating: "{", count: 200) + "1" + String(repeating: "}", count: 200)) == nil)
+    }
+}

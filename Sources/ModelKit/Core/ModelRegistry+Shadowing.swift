@@ -36,7 +36,7 @@ extension ModelRegistry {
         let hidden = shadowedProperties(of: type)
         guard !hidden.isEmpty else { return }
         let message = ModelDeclarationError(modelName: type.modelName, hiddenProperties: hidden).description
-        FileHandle.standardError.write(Data("ModelKit warning: \(message)\n".utf8))
+        warn(message)
     }
 }
 

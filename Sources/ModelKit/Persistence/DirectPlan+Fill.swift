@@ -8,8 +8,9 @@ extension DirectPlan {
     /// Returns `false`, with the properties partly filled, whenever the data is anything but
     /// what the `Codable` path reads without error or fallback (a missing key, another type, an
     /// ISO date in another form, …): the caller then decodes them through `Codable`, which
-    /// overwrites them all or reports the error. Unknown keys are skipped and the first of
-    /// duplicate keys wins, as with `Codable`.
+    /// overwrites them all or reports the error. Unknown keys are left to `Codable` too, which
+    /// reports them (skipped when ``DeserializationOptions/unknownKeys`` ignores them), and the
+    /// first of duplicate keys wins, as with `Codable`.
     func fill<D: TreeDocument>(_ base: UnsafeMutableRawPointer, from node: Int, in document: D, loader: GraphLoader) throws
         -> Bool
     {
@@ -33,7 +34,12 @@ extension DirectPlan {
                     break
                 }
             }
-            guard found >= 0 else { return true }
+            guard found >= 0 else {
+                // A key the type does not know: the Codable path reports it, unless ignored.
+                guard loader.checksUnknownKeys else { return true }
+                complete = false
+                return false
+            }
             expected = found + 1
             let bit: UInt64 = 1 << UInt64(found)
             guard filled & bit == 0 else { return true }

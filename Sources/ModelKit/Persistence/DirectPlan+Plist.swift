@@ -20,8 +20,9 @@ extension DirectPlan {
     ///
     /// Returns `false`, with the properties partly filled, whenever the data is anything but
     /// what the `Codable` path reads without error or fallback (a missing key, another type, an
-    /// ISO date in another form, …). Unknown keys are skipped and the first of duplicate keys
-    /// wins, as with `Codable`.
+    /// ISO date in another form, …), and at an unknown key unless
+    /// ``DeserializationOptions/unknownKeys`` ignores them (the `Codable` path reports it). The
+    /// first of duplicate keys wins, as with `Codable`.
     ///
     /// `keyNodes` remembers the object number of each field's key (-1 while unknown); it must
     /// have one entry per field.
@@ -51,7 +52,11 @@ extension DirectPlan {
                 } else if let named = try keys.indices.first(where: { try document.stringEquals(key, keys[$0]) }) {
                     found = named
                 }
-                guard found >= 0 else { continue }
+                guard found >= 0 else {
+                    // A key the type does not know: the Codable path reports it, unless ignored.
+                    if loader.checksUnknownKeys { return false }
+                    continue
+                }
                 keyNodes[found] = key
             }
             expected = found + 1

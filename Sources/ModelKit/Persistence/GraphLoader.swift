@@ -143,6 +143,14 @@ final class GraphLoader {
     @exclusivity(unchecked) var redirects: [ModelID: ModelID] = [:]
     /// Decodes default values (which never hold references) for keys missing from the data.
     private(set) lazy var defaultsLoader = GraphLoader.detached()
+    /// The stored keys the last Codable decoding of properties did not ask for (see
+    /// `GraphLoader+UnknownKeys.swift`).
+    @exclusivity(unchecked) var unknownKeysOfLastDecode: [String] = []
+    /// The array the Codable path notes asked keys in, kept from model to model.
+    @exclusivity(unchecked) var askedKeysBuffer: [String] = []
+    /// The model types and keys warned about in this load, and the warnings shown at commit.
+    @exclusivity(unchecked) var warnedUnknownKeys: Set<UnknownKey> = []
+    @exclusivity(unchecked) var pendingWarnings: [String] = []
 
     /// Creates a loader; with `streaming`, one that stages each model as the source reads it,
     /// which only works on input that loads without errors (see `GraphLoader+Streaming.swift`).
@@ -310,6 +318,7 @@ final class GraphLoader {
         // A file whose two sides of an inverse disagree (written by hand, or by an older
         // version) is repaired once every model is in place. Types without inverses skip it.
         for batch in batches { batch.repairInverses() }
+        flushWarnings()
     }
 
     private func insert<M: Model>(_ model: M) {
@@ -525,6 +534,7 @@ final class GraphLoader {
                 .invalidValue, modelIndex: index, modelName: header.name, path: "properties",
                 expected: "properties that decode", found: "error \(error)")
         }
+        if !unknownKeysOfLastDecode.isEmpty { try reportUnknownKeys(of: M.self, at: index) }
         guard wasInContext[index] else {
             // Not visible to anyone yet: fill it in now, register it at commit.
             let box = unmanaged._withUnsafeGuaranteedRef { $0.storage.box }

@@ -38,6 +38,10 @@ struct JSONDocument: TreeDocument {
 
     static var nodesAreShared: Bool { false }
 
+    func keysLeftOut(of node: Int) throws -> [String] {
+        node == 0 ? try tape.droppedKeyNames() : []
+    }
+
     func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws {
         let container = entry(node)
         var cursor = node + 1

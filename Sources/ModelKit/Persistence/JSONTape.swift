@@ -22,6 +22,12 @@ final class JSONTape {
     }
 
     @exclusivity(unchecked) var entries: [Entry] = []
+    /// How many members the last ``parse(at:skippingProperties:keptKeys:keptKeysDepth:)`` left
+    /// out for not being among `keptKeys`: keys the reader does not know.
+    @exclusivity(unchecked) private(set) var droppedMembers = 0
+    /// The key entries of those members, so that the keys can still be named (an unknown key is
+    /// reported by name: see `GraphLoader+UnknownKeys.swift`).
+    private(set) var droppedKeys: [Entry] = []
     let bytes: UnsafeBufferPointer<UInt8>
     /// The most entries the tape has held: what it costs in memory is this many entries, however
     /// large the input (tests check it).
@@ -73,9 +79,23 @@ final class JSONTape {
         scanner.keptKeys = keptKeys
         scanner.keptKeysDepth = keptKeysDepth
         defer { highWater = max(highWater, entries.count) }
+        droppedMembers = 0
         try scanner.value(into: &entries, depth: 0)
-        if recoveringDropped, keptKeysDepth == 0, scanner.droppedMembers { droppedAllBut = keptKeys }
+        droppedMembers = scanner.droppedMembers
+        droppedKeys = scanner.droppedKeys
+        if recoveringDropped, keptKeysDepth == 0, scanner.droppedMembers > 0 { droppedAllBut = keptKeys }
         return scanner.position
+    }
+
+    /// The keys of the members of the top-level object that the last parse left out.
+    ///
+    /// - Complexity: O(k) in the length of those keys.
+    func droppedKeyNames() throws -> [String] {
+        try droppedKeys.map { key in
+            entries.append(key)
+            defer { entries.removeLast() }
+            return try JSONDocument(tape: self).string(entries.count - 1)
+        }
     }
 
     /// Whether `key` names a member of `object` the last parse may have dropped, which only
@@ -140,8 +160,10 @@ struct JSONScanner {
     /// them (see ``JSONTape/parse(at:skippingProperties:keptKeys:keptKeysDepth:)``).
     var keptKeys: [[UInt8]]?
     var keptKeysDepth = 0
-    /// Whether a member was left out for its key.
-    private(set) var droppedMembers = false
+    /// How many members were checked but not recorded for not being among ``keptKeys``.
+    var droppedMembers = 0
+    /// The keys of those members (their values are not recorded).
+    var droppedKeys: [JSONTape.Entry] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>, position: Int) {
         self.bytes = bytes
@@ -216,8 +238,8 @@ struct JSONScanner {
                         continue
                     }
                     if depth == keptKeysDepth, let keptKeys, !isKept(key, among: keptKeys) {
-                        tape.removeLast()
-                        droppedMembers = true
+                        droppedKeys.append(tape.removeLast())
+                        droppedMembers += 1
                         try checkValue(depth: depth + 1)
                         continue
                     }

@@ -259,6 +259,8 @@ final class JSONSource: ModelSource {
         }
         // The plan reads only its keys: whatever else the properties hold is checked, not kept.
         decodedObject = (handle, try tape.parse(at: handle, keptKeys: plan.jsonKeyList))
+        // Members the tape dropped are unknown keys: the Codable path reports them.
+        if tape.droppedMembers > 0, loader.checksUnknownKeys { return false }
         return try plan.fill(base, from: 0, in: JSONDocument(tape: tape), loader: loader)
     }
 }

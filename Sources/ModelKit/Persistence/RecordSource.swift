@@ -172,7 +172,9 @@ extension Model {
         records: [LoadableRecord], in context: ModelContext, hiding: Set<String>,
         pointerIds: @escaping (String, String) -> ModelID
     ) throws -> Self {
-        var options = DeserializationOptions(danglingPointers: .placeholder)
+        // A record's extra fields are the server's or other clients' business, not a file's
+        // forgotten rename: they are not reported.
+        var options = DeserializationOptions(danglingPointers: .placeholder, unknownKeys: .ignore)
         // One thread: the pointer table belongs to the caller's.
         options.parallelism.workers = 1
         let source = RecordSource(records, hiding: hiding.map { Array($0.utf8) })

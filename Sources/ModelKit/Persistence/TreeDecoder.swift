@@ -36,7 +36,18 @@ extension TreeDecoder {
         let decoder = TreeDecoder(
             document: document, node: node, defaults: info.defaults, loader: loader,
             codingPath: [IndexKey(stringValue: "properties")], depth: 1, renames: info.renames)
-        return try M.Properties(from: decoder)
+        guard loader.checksUnknownKeys else { return try M.Properties(from: decoder) }
+        // One array for every model of the load: taken from the loader (so that it is unique
+        // and appends do not copy it), emptied, and handed back.
+        var asked = loader.askedKeysBuffer
+        loader.askedKeysBuffer = []
+        asked.removeAll(keepingCapacity: true)
+        decoder.askedKeys = asked
+        let properties = try M.Properties(from: decoder)
+        loader.unknownKeysOfLastDecode = try decoder.keysNotAskedFor()
+        loader.askedKeysBuffer = decoder.askedKeys ?? []
+        decoder.askedKeys = nil
+        return properties
     }
 }
 
@@ -50,6 +61,12 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     let depth: Int
     /// For a model's properties: current property name → the name older files use.
     let renames: [String: String]
+    /// For a model's properties, when the load looks for unknown keys: the keys `init(from:)`
+    /// asked for, in order (see `GraphLoader+UnknownKeys.swift`); `nil` when not noted.
+    var askedKeys: [String]?
+    /// Whether the decoding read the keys as a whole (`allKeys`, or not through a keyed
+    /// container), so that no key is unknown to it.
+    var readsEveryKey = false
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     init(
@@ -78,6 +95,7 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        if askedKeys != nil { readsEveryKey = true }
         guard document.kind(of: node) == .array else { throw mismatch("an array", node, codingPath) }
         let count = try document.count(of: node)
         try document.charge(elements: count, of: node)
@@ -85,7 +103,8 @@ final class TreeDecoder<D: TreeDocument>: Decoder {
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        TreeSingleValueContainer(decoder: self)
+        if askedKeys != nil { readsEveryKey = true }
+        return TreeSingleValueContainer(decoder: self)
     }
 
     // MARK: Values
@@ -328,6 +347,7 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
     /// The keys the type knows. Every key was checked to be a readable string when the
     /// container was made (``TreeDecoder/container(keyedBy:)``), so none is dropped here.
     var allKeys: [Key] {
+        if decoder.askedKeys != nil { decoder.readsEveryKey = true }
         var keys: [Key] = []
         // Members a reader left out are listed too (the object was checked: this cannot fail).
         let object = (try? document.allMembers(of: object)) ?? object
@@ -340,6 +360,8 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
 
     /// The node for `key`, trying the name older files used if the property was renamed.
     private func node(_ key: Key) throws -> Int? {
+        // `decodeIfPresent` and `contains` ask for a key more than once: noted once.
+        if let asked = decoder.askedKeys, asked.last != key.stringValue { decoder.askedKeys!.append(key.stringValue) }
         if let node = try document.member(of: object, named: key.stringValue) { return node }
         guard let old = decoder.renames[key.stringValue] else { return nil }
         return try document.member(of: object, named: old)
@@ -420,6 +442,7 @@ struct TreeKeyedContainer<Key: CodingKey, D: TreeDocument>: IntegerKeyedDecoding
     func superDecoder(forKey key: Key) throws -> any Decoder { try superDecoder(named: key) }
 
     private func superDecoder(named key: any CodingKey) throws -> any Decoder {
+        decoder.askedKeys?.append(key.stringValue)
         if let node = try document.member(of: object, named: key.stringValue) {
             return TreeDecoder(
                 document: document, node: node, defaults: defaults?[key.stringValue], loader: decoder.loader,

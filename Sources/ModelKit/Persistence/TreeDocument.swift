@@ -49,6 +49,7 @@ protocol TreeDocument {
     /// element twice), in order, until it returns `false`: ``next(in:cursor:)`` without finding
     /// and checking the container again for each member.
     func forEach(in node: Int, _ body: (_ key: Int, _ value: Int) throws -> Bool) throws
+    func keysLeftOut(of node: Int) throws -> [String]
     /// Whether a node number names the same value wherever it appears, so that a node found to
     /// hold a key can be recognized by its number (property-list objects, which writers share;
     /// not JSON tape entries, which are reused from model to model).
@@ -74,6 +75,9 @@ protocol TreeDocument {
 }
 
 extension TreeDocument {
+    /// The keys of members of object `node` that the document checked but did not record
+    /// (JSON's tape keeps only the members a type is known to read); none elsewhere.
+    func keysLeftOut(of node: Int) throws -> [String] { [] }
     func compactPointerId(_ node: Int, model: UnsafeRawBufferPointer) -> ModelID? { nil }
     func pointerId(_ node: Int, matching known: GraphLoader.PointerKeys) -> ModelID? { nil }
     /// JSON decodes to no more than its text spells out.

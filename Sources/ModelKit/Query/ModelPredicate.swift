@@ -265,15 +265,27 @@ public struct ModelPredicate<M: Model> {
     /// Parses a predicate written in the query language, such as
     /// `age BETWEEN {24, 35} AND (name BEGINSWITH[c] 'jo' OR tags CONTAINS 'swift')`.
     ///
-    /// See <doc:Querying> for the grammar.
+    /// See <doc:Querying> for the grammar. Text from users or servers is safe to pass: a text
+    /// longer than ``maximumTextLength`` is refused before it is read, and one nested deeper
+    /// than 256 levels at the level that goes over, without reading the rest.
+    ///
+    /// ```swift
+    /// let search = try ModelPredicate<Author>("name BEGINSWITH[c] 'jo' AND age > 30")
+    /// ```
     ///
     /// - Throws: ``QueryError/Code/syntax`` with the column of the first character that doesn't
-    ///   fit the grammar.
-    /// - Complexity: O(n) in the length of `text`.
+    ///   fit the grammar, or past the maximum length.
+    /// - Complexity: O(n) in the length of `text`, which is at most ``maximumTextLength``.
     public init(_ text: String) throws(QueryError) {
-        var parser = try QueryParser(text, modelName: M.modelName)
+        var parser = try QueryParser(text, modelName: M.modelName, maximumLength: Self.maximumTextLength)
         self.init(try parser.parse())
     }
+
+    /// The longest query-language text ``init(_:)`` (and `filter(_:)` with a string) accepts,
+    /// in UTF-8 bytes: 65,536. Longer text fails with ``QueryError/Code/syntax`` before it is
+    /// read. Build larger conditions (a long `IN` list, say) in code:
+    /// `.where(\.objectId, .in(ids))`.
+    public static var maximumTextLength: Int { maximumQueryTextLength }
 
     /// Both predicates hold.
     ///
@@ -306,6 +318,9 @@ public struct ModelPredicate<M: Model> {
 
 /// ``ModelPredicate/maximumNesting``, for conditions too (see ``Condition``).
 let maximumQueryNesting = 512
+
+/// ``ModelPredicate/maximumTextLength``.
+let maximumQueryTextLength = 65_536
 
 extension ModelPredicate.Node {
     /// The nesting of a node made in one piece (by the parser, or a single condition).

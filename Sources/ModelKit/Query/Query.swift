@@ -35,7 +35,8 @@ public struct Query<M: Model> {
         return query
     }
 
-    /// Only models that also satisfy `text`, in the query language.
+    /// Only models that also satisfy `text`, in the query language (at most
+    /// ``ModelPredicate/maximumTextLength`` bytes, nested at most 256 levels).
     ///
     /// - Throws: ``QueryError/Code/syntax`` with the column where `text` goes wrong.
     public func filter(_ text: String) throws(QueryError) -> Self {

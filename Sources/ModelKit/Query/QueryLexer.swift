@@ -19,7 +19,7 @@ struct QueryToken: Equatable {
         switch kind {
         case .identifier(let name): return "\"\(name)\""
         case .number(let value): return "number \(value)"
-        case .string(let text): return "string '\(text)'"
+        case .string(let text): return text.count > 40 ? "string '\(text.prefix(40))…'" : "string '\(text)'"
         case .symbol(let symbol): return "\"\(symbol)\""
         case .end: return "the end of the query"
         }
@@ -34,7 +34,8 @@ struct QueryToken: Equatable {
     func isSymbol(_ symbol: String) -> Bool { kind == .symbol(symbol) }
 }
 
-/// Splits a query string into tokens.
+/// Splits a query string into tokens, one at a time as the parser asks for them: a hostile
+/// query is refused at the first place it goes wrong (too deep, say) without reading the rest.
 struct QueryLexer {
     private let characters: [Character]
     private var index = 0
@@ -45,20 +46,12 @@ struct QueryLexer {
         self.modelName = modelName
     }
 
-    /// All tokens, ending with `.end`.
+    /// The next token; `.end` at the end of the text (and again if asked again).
     ///
     /// - Throws: ``QueryError/Code/syntax`` for an unterminated string, a malformed number or a
     ///   character the language doesn't use.
-    mutating func tokens() throws(QueryError) -> [QueryToken] {
-        var tokens: [QueryToken] = []
-        while true {
-            let token = try next()
-            tokens.append(token)
-            if token.kind == .end { return tokens }
-        }
-    }
-
-    private mutating func next() throws(QueryError) -> QueryToken {
+    /// - Complexity: O(*k*) in the length of the token.
+    mutating func next() throws(QueryError) -> QueryToken {
         while index < characters.count, characters[index].isWhitespace { index += 1 }
         let column = index + 1
         guard index < characters.count else { return QueryToken(kind: .end, column: column) }
@@ -79,16 +72,36 @@ struct QueryLexer {
         if character == "'" || character == "\"" {
             return QueryToken(kind: .string(try string(quote: character, column: column)), column: column)
         }
-        for symbol in ["==", "!=", "<>", "<=", ">=", "&&", "||", "=", "<", ">", "!", "(", ")", "{", "}", "[", "]", ",", "-"] {
-            let scalars = Array(symbol)
-            if index + scalars.count <= characters.count, Array(characters[index..<index + scalars.count]) == scalars {
-                index += scalars.count
-                return QueryToken(kind: .symbol(symbol), column: column)
-            }
+        if let symbol = symbol(at: index) {
+            index += symbol.count
+            return QueryToken(kind: .symbol(symbol), column: column)
         }
         throw QueryError(
             .syntax, modelName: modelName, column: column, expected: "a key, a value, an operator or a parenthesis",
             found: "\"\(character)\"")
+    }
+
+    /// The operator or punctuation at `position`, longest first (`<=` before `<`). A switch on
+    /// the character rather than a search through a list: this runs for every parenthesis.
+    private func symbol(at position: Int) -> String? {
+        let second = position + 1 < characters.count ? characters[position + 1] : nil
+        switch characters[position] {
+        case "=": return second == "=" ? "==" : "="
+        case "!": return second == "=" ? "!=" : "!"
+        case "<": return second == ">" ? "<>" : second == "=" ? "<=" : "<"
+        case ">": return second == "=" ? ">=" : ">"
+        case "&": return second == "&" ? "&&" : nil
+        case "|": return second == "|" ? "||" : nil
+        case "(": return "("
+        case ")": return ")"
+        case "{": return "{"
+        case "}": return "}"
+        case "[": return "["
+        case "]": return "]"
+        case ",": return ","
+        case "-": return "-"
+        default: return nil
+        }
     }
 
     private mutating func number(column: Int) throws(QueryError) -> ModelValue {

@@ -21,14 +21,43 @@ import Foundation
 /// list       := "{" (value ("," value)*)? "}"
 /// string     := '…' | "…"            (backslash escapes \' \" \\ \n \t)
 /// ```
+///
+/// Tokens are read one at a time as the grammar needs them, so a query too deep is refused at the
+/// 257th level without reading on, and the text is bounded (``ModelPredicate/maximumTextLength``):
+/// the work for any input is at most linear in that bound.
 struct QueryParser {
-    private var tokens: [QueryToken]
-    private var position = 0
+    private var lexer: QueryLexer
+    /// The next token, not yet consumed.
+    private var peek: QueryToken
+    /// The column of the token consumed last, for errors about a value already read.
+    private var lastColumn = 1
+    /// How many lists the parser is inside.
+    private var listDepth = 0
     let modelName: String
 
-    init(_ text: String, modelName: String) throws(QueryError) {
-        var lexer = QueryLexer(text, modelName: modelName)
-        tokens = try lexer.tokens()
+    /// The deepest nesting of parentheses and negations the language accepts.
+    static let maximumNesting = 256
+
+    /// - Throws: ``QueryError/Code/syntax`` for a text longer than
+    ///   ``ModelPredicate/maximumTextLength`` bytes (at the column where it goes over), or one
+    ///   whose first token is malformed.
+    init(_ text: String, modelName: String, maximumLength: Int) throws(QueryError) {
+        // utf8.count is O(1) for native strings: the length is checked before anything is read.
+        let length = text.utf8.count
+        guard length <= maximumLength else {
+            var column = 1
+            var bytes = 0
+            for character in text {
+                bytes += character.utf8.count
+                if bytes > maximumLength { break }
+                column += 1
+            }
+            throw QueryError(
+                .syntax, modelName: modelName, column: column,
+                expected: "a query of at most \(maximumLength) bytes (UTF-8)", found: "\(length) bytes")
+        }
+        lexer = QueryLexer(text, modelName: modelName)
+        peek = try lexer.next()
         self.modelName = modelName
     }
 
@@ -39,11 +68,12 @@ struct QueryParser {
         return node
     }
 
-    private var peek: QueryToken { tokens[position] }
-
-    private mutating func advance() -> QueryToken {
-        let token = tokens[position]
-        if position < tokens.count - 1 { position += 1 }
+    /// Consumes the next token and reads the one after it.
+    @discardableResult
+    private mutating func advance() throws(QueryError) -> QueryToken {
+        let token = peek
+        lastColumn = token.column
+        if token.kind != .end { peek = try lexer.next() }
         return token
     }
 
@@ -53,13 +83,13 @@ struct QueryParser {
 
     private mutating func expectSymbol(_ symbol: String) throws(QueryError) {
         guard peek.isSymbol(symbol) else { throw unexpected("\"\(symbol)\"") }
-        _ = advance()
+        try advance()
     }
 
     private mutating func parseOr<M: Model>(depth: Int) throws(QueryError) -> ModelPredicate<M>.Node {
         var nodes: [ModelPredicate<M>.Node] = [try parseAnd(depth: depth)]
         while peek.isKeyword("OR") || peek.isSymbol("||") {
-            _ = advance()
+            try advance()
             nodes.append(try parseAnd(depth: depth))
         }
         return nodes.count == 1 ? nodes[0] : .or(nodes)
@@ -68,7 +98,7 @@ struct QueryParser {
     private mutating func parseAnd<M: Model>(depth: Int) throws(QueryError) -> ModelPredicate<M>.Node {
         var nodes: [ModelPredicate<M>.Node] = [try parseNot(depth: depth)]
         while peek.isKeyword("AND") || peek.isSymbol("&&") {
-            _ = advance()
+            try advance()
             nodes.append(try parseNot(depth: depth))
         }
         return nodes.count == 1 ? nodes[0] : .and(nodes)
@@ -76,19 +106,19 @@ struct QueryParser {
 
     private mutating func parseNot<M: Model>(depth: Int) throws(QueryError) -> ModelPredicate<M>.Node {
         // Nesting is bounded so that a hostile query string can't exhaust the stack.
-        guard depth < 256 else { throw unexpected("at most 256 levels of nesting") }
+        guard depth < Self.maximumNesting else { throw unexpected("at most \(Self.maximumNesting) levels of nesting") }
         if peek.isKeyword("NOT") || peek.isSymbol("!") {
-            _ = advance()
+            try advance()
             return .not(try parseNot(depth: depth + 1))
         }
         if peek.isSymbol("(") {
-            _ = advance()
+            try advance()
             let node: ModelPredicate<M>.Node = try parseOr(depth: depth + 1)
             try expectSymbol(")")
             return node
         }
         if peek.isKeyword("TRUEPREDICATE") {
-            _ = advance()
+            try advance()
             return .always
         }
         return try parseComparison()
@@ -97,7 +127,7 @@ struct QueryParser {
     private mutating func parseComparison<M: Model>() throws(QueryError) -> ModelPredicate<M>.Node {
         guard case .identifier(let key) = peek.kind, !isReserved(key) else { throw unexpected("a key") }
         let keyColumn = peek.column
-        _ = advance()
+        try advance()
         let path = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !path.contains(where: \.isEmpty) else {
             throw QueryError(
@@ -109,15 +139,16 @@ struct QueryParser {
     }
 
     private mutating func parseCondition() throws(QueryError) -> QueryCondition {
-        let token = advance()
+        let token = peek
         if case .symbol(let symbol) = token.kind, let op = Self.comparisons[symbol] {
+            try advance()
             let options = try parseOptions()
             return QueryCondition(op, [try parseValue()], options: options)
         }
-        guard case .identifier(let word) = token.kind else {
-            position -= 1
+        guard case .identifier(let word) = token.kind, Self.conditionWords.contains(word.uppercased()) else {
             throw unexpected("an operator such as =, <, BETWEEN, IN, BEGINSWITH or EXISTS")
         }
+        try advance()
         switch word.uppercased() {
         case "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE":
             let options = try parseOptions()
@@ -148,28 +179,32 @@ struct QueryParser {
             return .exists
         case "NOT":
             if peek.isKeyword("EXISTS") {
-                _ = advance()
+                try advance()
                 return .notExists
             }
             guard peek.isKeyword("IN") else { throw unexpected("IN or EXISTS after NOT") }
-            _ = advance()
+            try advance()
             let options = try parseOptions()
             return QueryCondition(.notIn, try parseList(), options: options)
         case "WITHIN":
             let distance = try parseNumber()
-            if peek.isKeyword("KM") { _ = advance() }
+            if peek.isKeyword("KM") { try advance() }
             guard peek.isKeyword("OF") else { throw unexpected("OF {latitude, longitude}") }
-            _ = advance()
+            try advance()
             let center = try parseList()
             guard center.count == 2, let latitude = center[0].doubleValue, let longitude = center[1].doubleValue else {
                 throw unexpected("a centre as {latitude, longitude}")
             }
             return .within(kilometers: distance, of: GeoPoint(latitude: latitude, longitude: longitude))
         default:
-            position -= 1
             throw unexpected("an operator such as =, <, BETWEEN, IN, BEGINSWITH or EXISTS")
         }
     }
+
+    /// The words that can follow a key as its condition.
+    private static let conditionWords: Set<String> = [
+        "BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE", "BETWEEN", "IN", "CONTAINSALL", "CONTAINSANY", "EXISTS", "NOT", "WITHIN",
+    ]
 
     private static let comparisons: [String: QueryCondition.Operator] = [
         "=": .equal, "==": .equal, "!=": .notEqual, "<>": .notEqual, "<": .less, "<=": .lessOrEqual, ">": .greater,
@@ -178,11 +213,11 @@ struct QueryParser {
 
     private mutating func parseOptions() throws(QueryError) -> StringOptions {
         guard peek.isSymbol("[") else { return [] }
-        _ = advance()
+        try advance()
         guard case .identifier(let flags) = peek.kind, !flags.isEmpty,
             flags.lowercased().allSatisfy({ $0 == "c" || $0 == "d" })
         else { throw unexpected("string options c, d or cd") }
-        _ = advance()
+        try advance()
         try expectSymbol("]")
         var options: StringOptions = []
         if flags.lowercased().contains("c") { options.insert(.caseInsensitive) }
@@ -194,23 +229,27 @@ struct QueryParser {
         let value = try parseValue()
         guard let number = value.doubleValue else {
             throw QueryError(
-                .syntax, modelName: modelName, column: tokens[max(position - 1, 0)].column, expected: "a number",
+                .syntax, modelName: modelName, column: lastColumn, expected: "a number",
                 found: value.kindName)
         }
         return number
     }
 
     private mutating func parseList() throws(QueryError) -> [ModelValue] {
+        // Lists nest (`{{…}}`) and are read recursively: bounded like parentheses, for the stack.
+        guard listDepth < Self.maximumNesting else { throw unexpected("at most \(Self.maximumNesting) levels of nesting") }
         try expectSymbol("{")
+        listDepth += 1
+        defer { listDepth -= 1 }
         var values: [ModelValue] = []
         if peek.isSymbol("}") {
-            _ = advance()
+            try advance()
             return values
         }
         while true {
             values.append(try parseValue())
             if peek.isSymbol(",") {
-                _ = advance()
+                try advance()
                 continue
             }
             try expectSymbol("}")
@@ -222,15 +261,15 @@ struct QueryParser {
         let token = peek
         switch token.kind {
         case .number(let value):
-            _ = advance()
+            try advance()
             return value
         case .string(let text):
-            _ = advance()
+            try advance()
             return .string(text)
         case .symbol("-"):
-            _ = advance()
+            try advance()
             guard case .number(let value) = peek.kind else { throw unexpected("a number after -") }
-            _ = advance()
+            try advance()
             switch value {
             case .int(let integer): return integer == .min ? .double(-Double(integer)) : .int(-integer)
             case .uint(let integer):
@@ -243,22 +282,22 @@ struct QueryParser {
         case .identifier(let word):
             switch word.uppercased() {
             case "TRUE", "YES":
-                _ = advance()
+                try advance()
                 return .bool(true)
             case "FALSE", "NO":
-                _ = advance()
+                try advance()
                 return .bool(false)
             case "NIL", "NULL":
-                _ = advance()
+                try advance()
                 return .null
             case "DATE":
-                _ = advance()
+                try advance()
                 try expectSymbol("(")
                 guard case .string(let text) = peek.kind else { throw unexpected("an ISO 8601 date in quotes") }
                 guard let date = ISODate.date(from: text) else {
                     throw unexpected("an ISO 8601 date such as '2024-05-01T12:00:00Z'")
                 }
-                _ = advance()
+                try advance()
                 try expectSymbol(")")
                 return .date(date)
             default:

@@ -236,8 +236,7 @@ final class RelationshipTable: Sendable {
             }
             table = RelationshipTable(fields: fields, problems: problems)
             for problem in problems {
-                FileHandle.standardError.write(
-                    Data("ModelKit warning: \(problem.description); the relationship keeps no inverse\n".utf8))
+                ModelRegistry.warn("\(problem.description); the relationship keeps no inverse")
             }
         }
         retired.withLock { retired in

@@ -12,8 +12,34 @@ public struct DeserializationOptions: Sendable {
         case placeholder
     }
 
+    /// What to do with a stored property that the model's `Properties` does not decode: a
+    /// property renamed without ``PropertyRenaming``, or removed.
+    ///
+    /// Such a value is not loaded (the property keeps its default) and the next save of the model
+    /// drops it, so by default the load says so.
+    ///
+    /// ```swift
+    /// try context.load(from: file, options: DeserializationOptions(unknownKeys: .fail))
+    /// ```
+    public enum UnknownKeyPolicy: Sendable, Hashable {
+        /// Load, and write one warning per model type and key to standard error (the default):
+        /// `ModelKit warning: Profile (model …) has a stored property "name" that
+        /// Profile.Properties does not decode; …`.
+        case warn
+        /// Stop with ``SerializationError/Code/unknownKey``, naming the model (index, name and
+        /// id) and the key; the context is then unchanged.
+        case fail
+        /// Load silently, ignoring such keys as loads did before the check: for files whose
+        /// extra keys are expected (properties removed on purpose).
+        case ignore
+    }
+
     /// What to do with pointers to models that are not in the data.
     public var danglingPointers: DanglingPointerPolicy
+
+    /// What to do with stored keys the model's `Properties` does not decode (see
+    /// ``UnknownKeyPolicy``); ``UnknownKeyPolicy/warn`` by default.
+    public var unknownKeys: UnknownKeyPolicy
 
     /// How loading spreads its work over threads (see `GraphLoader+Parallel.swift`); tests
     /// change it to run workers on small inputs.
@@ -23,8 +49,15 @@ public struct DeserializationOptions: Sendable {
     /// same type and object id, updates that model (a merge; see `GraphLoader+ObjectIds.swift`).
     var matchesObjectIds = false
 
-    public init(danglingPointers: DanglingPointerPolicy = .fail) {
+    /// Options with the given policies; the defaults are those of every load that takes none.
+    ///
+    /// ```swift
+    /// let strict = DeserializationOptions(unknownKeys: .fail)
+    /// let page = DeserializationOptions(danglingPointers: .placeholder)
+    /// ```
+    public init(danglingPointers: DanglingPointerPolicy = .fail, unknownKeys: UnknownKeyPolicy = .warn) {
         self.danglingPointers = danglingPointers
+        self.unknownKeys = unknownKeys
     }
 }
 

@@ -116,6 +116,12 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         public static let malformedInput = Code("malformedInput")
         /// A file written by a newer, incompatible version of the format.
         public static let unsupportedVersion = Code("unsupportedVersion")
+        /// A stored property that the model's `Properties` does not decode (renamed without
+        /// ``PropertyRenaming``, or removed), with
+        /// ``DeserializationOptions/unknownKeys`` set to ``DeserializationOptions/UnknownKeyPolicy/fail``.
+        /// ``SerializationError/path`` is `properties.<key>`; ``SerializationError/found`` names
+        /// the key and the model's id.
+        public static let unknownKey = Code("unknownKey")
     }
 
     /// The nesting depth beyond which encoding and decoding stop with ``Code/nestingTooDeep``.
