@@ -20,9 +20,6 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         /// The kept-alive connection closed as the request went out, and libcurl was about to
         /// send it again without its body (Linux).
         case connectionDropped
-        /// The server redirected the request (a 3xx answer with `location`). The session never
-        /// follows a redirect by itself: the client decides (see ``HTTPClient/send(_:)``).
-        case redirected(status: Int, location: URL?)
     }
 
     enum Ending: Sendable {
@@ -105,9 +102,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// How often transfers under way are looked at for bytes the delegate is never shown.
     ///
     /// swift-corelibs-foundation keeps the body of a redirect (3xx) answer to itself until the
-    /// answer ends, so the size limit is also checked against the session's own count of bytes
-    /// received, at this interval, while any transfer is under way.
+    /// answer ends (it is never handed to the delegate), so such a body is watched through the
+    /// session's own count of bytes received, at this interval, while any transfer is under way.
     static let sizeCheckInterval: DispatchTimeInterval = .milliseconds(250)
+    /// The most bytes of an answer the session may take in before it shows the delegate the
+    /// answer's head: a redirect's body, which ModelKit never needs (a page saying "moved"). The
+    /// session keeps it decompressed and copies it whole for each piece, so it is cut short.
+    static let unseenBodyLimit: Int64 = 16 << 10
 
     /// When the timer should fire next for a transfer with `deadline`.
     private static func nextCheck(before deadline: DispatchTime) -> DispatchTime {
@@ -118,32 +119,36 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// unseen, and sets the timer for the next look.
     private func stopOverdueTransfers() {
         let now = DispatchTime.now()
-        let (overdue, oversize) = state.withLock { state -> ([HTTPClient.TaskBox], [(HTTPClient.TaskBox, Int64)]) in
+        let (overdue, running) = state.withLock {
+            state -> ([HTTPClient.TaskBox], [(box: HTTPClient.TaskBox, sent: Int64, limit: Int64)]) in
             var overdue: [HTTPClient.TaskBox] = []
-            var oversize: [(HTTPClient.TaskBox, Int64)] = []
+            var running: [(box: HTTPClient.TaskBox, sent: Int64, limit: Int64)] = []
             var next: DispatchTime?
             for transfer in state.transfers.values {
                 if transfer.deadline <= now {
                     overdue.append(transfer.task)
                     continue
                 }
-                // Bytes in and out as the session counts them, headers excepted; the body sent is
-                // taken off, so what is left is at most the bytes received.
-                let received = transfer.task.task.progress.completedUnitCount - transfer.sent
-                if received > Int64(transfer.limit) {
-                    oversize.append((transfer.task, received))
-                } else if next.map({ transfer.deadline < $0 }) ?? true {
-                    next = transfer.deadline
-                }
+                running.append((transfer.task, transfer.sent, Int64(transfer.limit)))
+                if next.map({ transfer.deadline < $0 }) ?? true { next = transfer.deadline }
             }
             state.arm(at: next.map(Self.nextCheck(before:)))
-            return (overdue, oversize)
+            return (overdue, running)
+        }
+        // Read outside the lock: the task's response is behind a queue of the session's. The
+        // progress count is written by libcurl's thread without a lock (in
+        // swift-corelibs-foundation), so this reads a recent value, which is all a backstop needs.
+        let oversize = running.filter { transfer in
+            let task = transfer.box.task
+            // Bytes in and out as the session counts them, headers excepted, less the body sent.
+            let received = task.progress.completedUnitCount - transfer.sent
+            return received > transfer.limit || (received > Self.unseenBodyLimit && task.response == nil)
         }
         // All of them end first; then their tasks are cancelled (a cancel waits for the task's own
         // queue, which must not hold up the other requests' endings).
         let ended =
             overdue.filter { finish(ObjectIdentifier($0.task), with: .stopped(.timedOut)) }
-            + oversize.filter { finish(ObjectIdentifier($0.0.task), with: .stopped(.tooLarge(declared: nil))) }.map(\.0)
+            + oversize.map(\.box).filter { finish(ObjectIdentifier($0.task), with: .stopped(.tooLarge(declared: nil))) }
         for box in ended { Self.cancel(box) }
     }
 
@@ -164,8 +169,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// delegate's queue would then wait for ever, and from anywhere else it would hold up the
     /// caller until libcurl lets go of that queue.
     static func cancel(_ task: HTTPClient.TaskBox) {
-        DispatchQueue.global().async { task.task.cancel() }
+        cancels.async { task.task.cancel() }
     }
+
+    /// Where tasks are cancelled (and authentication challenges declined, which cancels too), one
+    /// at a time: a serial queue with a thread of its own, so that a cancel waiting for the
+    /// sessions' shared queue ties up none of the threads that the delegate's calls (which make
+    /// room for libcurl's thread, see `CallbackQueue`) or Swift's tasks run on.
+    static let cancels = DispatchQueue(label: "ModelKitServices.HTTPClient.cancels")
 
     /// Ends the transfer of task `identifier`; false when it had ended already.
     @discardableResult
@@ -189,7 +200,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         ) {
             state.withLock { $0.transfers[ObjectIdentifier(task)]?.challenged = true }
             // The credentials are in the request's own header; the session has none to offer.
-            completionHandler(.cancelAuthenticationChallenge, nil)
+            // Declining cancels the task, which waits for the sessions' shared queue: not here,
+            // on the delegate's queue, which libcurl's thread may be waiting on (`CallbackQueue`).
+            Self.cancels.async { completionHandler(.cancelAuthenticationChallenge, nil) }
         }
     #endif
 
@@ -213,15 +226,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         }
     #endif
 
-    /// Follows no redirect: ends the transfer with it instead, for ``HTTPClient/send(_:)`` to
-    /// decide. swift-corelibs-foundation would follow one to any origin with the request's
-    /// `Authorization` header, and would send a 307's or 308's body again as nothing.
+    /// Follows no redirect: the task then ends with the redirect answer itself (its status and
+    /// headers; the session keeps its body), for ``HTTPClient/send(_:)`` to decide with the
+    /// answer's own `Location`. swift-corelibs-foundation would follow one to any origin with the
+    /// request's `Authorization` header, would send a 307's or 308's body again as nothing, and
+    /// resolves a relative `Location` against the host alone.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         completionHandler(nil)
-        stop(task, because: .redirected(status: response.statusCode, location: request.url))
     }
 
     /// Whether two URLs have the same origin: scheme, host and port (the scheme's default port

@@ -233,10 +233,6 @@ final class HTTPClient: Sendable {
         // task in it traps in swift-corelibs-foundation.
         let (session, task) = self.session.withLock { ($0, $0.dataTask(with: urlRequest)) }
         #if canImport(FoundationNetworking)
-            // swift-corelibs-foundation asks only a task's own delegate (not the session's)
-            // whether to follow a redirect, and follows it unasked otherwise: every task gets the
-            // delegate, which follows redirects within the request's origin only.
-            //
             // When a kept-alive connection turns out to be closed as a request goes out (a
             // server's idle timeout, a restart, a proxy), libcurl sends the request again on a new
             // connection. A body given as data cannot be sent twice by swift-corelibs-foundation:
@@ -246,7 +242,7 @@ final class HTTPClient: Sendable {
             // that ModelKit sends may be repeated). So requests with a body share the kept-alive
             // connections too: a connection per request costs about as much processor time as the
             // request takes there (see ``retire(_:)``).
-            task.delegate = delegate
+            if request.body != nil { task.delegate = delegate }
         #endif
         let box = TaskBox(task)
         counters.requests.add(1, ordering: .relaxed)
@@ -290,11 +286,6 @@ final class HTTPClient: Sendable {
                 ServiceError(
                     .unreachable(
                         "\(request.line): libcurl started to send it again (its kept-alive connection was probably closed)")))
-        case .stopped(.redirected(let status, let location)):
-            // Handed to ``send(_:)`` as the answer it was, with where it pointed.
-            return .success(
-                Response(
-                    status: status, headers: location.map { ["Location": $0.absoluteString] } ?? [:], body: Data(), attempts: 1))
         case .stopped(.tooLarge(let declared)):
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))
@@ -393,11 +384,15 @@ final class HTTPClient: Sendable {
         /// (gigabytes, measured). Waiting here slows libcurl to the delegate's pace, so a transfer
         /// holds at most this many pieces besides the bytes under the limit.
         static let maximumWaiting = 16
-        /// How long the session's thread waits for room at most, so that a call added where the
-        /// delegate cannot run meanwhile (none known) delays it rather than stopping it.
+        /// How long the session's thread waits for room at most: should the delegate's calls ever
+        /// be held up behind the session's own queue (the delegate hands every cancel to another
+        /// queue, so none is known), that delays them rather than stopping them.
         static let longestWait: DispatchTimeInterval = .seconds(1)
 
-        private let calls = DispatchQueue(label: "ModelKitServices.HTTPClient.callbacks", target: .global())
+        // A thread of its own (not the shared pool, which is as wide as the processors on Linux):
+        // libcurl's thread may wait for this queue, and must not wait behind work that waits for
+        // libcurl.
+        private let calls = DispatchQueue(label: "ModelKitServices.HTTPClient.callbacks")
         private let room = DispatchSemaphore(value: CallbackQueue.maximumWaiting)
         private let key = DispatchSpecificKey<Bool>()
 

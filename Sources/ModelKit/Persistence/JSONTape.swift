@@ -80,6 +80,7 @@ final class JSONTape {
         scanner.keptKeysDepth = keptKeysDepth
         defer { highWater = max(highWater, entries.count) }
         droppedMembers = 0
+        droppedKeys = []
         try scanner.value(into: &entries, depth: 0)
         droppedMembers = scanner.droppedMembers
         droppedKeys = scanner.droppedKeys
