@@ -34,7 +34,7 @@ public struct ModelSnapshot: Sendable {
     public var isEmpty: Bool { modelIds.isEmpty && removedIds.isEmpty }
 
     init(models: [any Model], removedIds: [ModelID]) throws {
-        document = models.isEmpty ? Data() : try Persistence.data(Persistence.Roots(models), format: .binaryPropertyList)
+        document = models.isEmpty ? Data() : try Persistence.data(Persistence.Roots(models, tracking: true), format: .binaryPropertyList)
         modelIds = models.map(\.modelId)
         self.removedIds = removedIds
     }

@@ -52,6 +52,8 @@ final class GraphLoader {
     let options: DeserializationOptions
     let source: any ModelSource
     @exclusivity(unchecked) private(set) var headers: [Header] = []
+    /// The envelope's `tracking` member, put back into the context at commit.
+    @exclusivity(unchecked) var tracking: TrackingMember?
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Whether the context held no model when the load started: then no model of the data can be
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
@@ -301,6 +303,7 @@ final class GraphLoader {
         // A file whose two sides of an inverse disagree (written by hand, or by an older
         // version) is repaired once every model is in place. Types without inverses skip it.
         for batch in batches { batch.repairInverses() }
+        tracking?.apply(to: context) { positions.index(of: $0) != nil }
     }
 
     private func insert<M: Model>(_ model: M) {
