@@ -41,7 +41,6 @@ struct RelaunchTests {
         #expect(restored.hasChanges)
         #expect(restored.changes.properties.contains("name"))
         #expect(restored.changes["name"]?.oldValue == "Ann")
-        #expect(VersionTable.of(second, store: service.storeIdentifier)[restored.modelId] == saved)
         let draft = try #require(second.model(Article.self, modelId: article.modelId))
         #expect(draft.modelState == .new)
         #expect(draft.hasChanges)
