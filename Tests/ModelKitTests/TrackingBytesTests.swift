@@ -17,9 +17,13 @@ struct TrackingBytesTests {
         try context.load(from: fixture("added-property", "json"))
         for (format, kind) in Self.goldens {
             let data = try context.data(format: format)
-            guard let url = Bundle.module.url(forResource: "written-before-tracking", withExtension: kind, subdirectory: "Fixtures/Persistence") else {
+            guard
+                let url = Bundle.module.url(
+                    forResource: "written-before-tracking", withExtension: kind, subdirectory: "Fixtures/Persistence")
+            else {
                 // To make the golden files: run this test on the version before the member.
-                try data.write(to: FileManager.default.temporaryDirectory.appendingPathComponent("written-before-tracking.\(kind)"))
+                try data.write(
+                    to: FileManager.default.temporaryDirectory.appendingPathComponent("written-before-tracking.\(kind)"))
                 Issue.record("no golden file written-before-tracking.\(kind)")
                 continue
             }

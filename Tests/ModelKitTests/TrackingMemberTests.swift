@@ -86,11 +86,15 @@ struct TrackingMemberTests {
         arguments: [
             (#""tracking": []"#, "tracking"),
             (#""tracking": {"metadata": {"v": {"not-an-id": "1"}}}"#, "tracking.metadata.v"),
-            (#""tracking": {"metadata": {"v": {"0F0C61A2-93D4-4E1B-0000-000000000001": 1}}}"#,
-             "tracking.metadata.v.0F0C61A2-93D4-4E1B-0000-000000000001"),
+            (
+                #""tracking": {"metadata": {"v": {"0F0C61A2-93D4-4E1B-0000-000000000001": 1}}}"#,
+                "tracking.metadata.v.0F0C61A2-93D4-4E1B-0000-000000000001"
+            ),
             (#""tracking": {"new": [3]}"#, "tracking.new"),
-            (#""tracking": {"changed": {"0F0C61A2-93D4-4E1B-0000-000000000001": "x"}}"#,
-             "tracking.changed.0F0C61A2-93D4-4E1B-0000-000000000001"),
+            (
+                #""tracking": {"changed": {"0F0C61A2-93D4-4E1B-0000-000000000001": "x"}}"#,
+                "tracking.changed.0F0C61A2-93D4-4E1B-0000-000000000001"
+            ),
         ])
     func malformed(member: String, path: String) throws {
         try ModelRegistry.register(Author.self)
