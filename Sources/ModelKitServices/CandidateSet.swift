@@ -81,7 +81,7 @@ struct CandidateSet<M: RemoteModel> {
             guard let model = caller.model(M.self, modelId: match.modelId), let record = candidates[match.modelId] else {
                 throw ServiceError(.invalidResponse(expected: "a merged \(M.modelName)", found: "none"))
             }
-            versions.versions[model.modelId] = record.version
+            versions[model.modelId] = record.version
             results.append(model)
         }
         return results

@@ -36,7 +36,7 @@ enum FetchedGraph {
             throw ServiceError(
                 .invalidResponse(expected: "a record that decodes as a \(name)", found: "\(error)"), record: failed ?? record.id)
         }
-        for (record, id) in merged { versions.versions[id] = record.version }
+        for (record, id) in merged { versions[id] = record.version }
         // Nothing can fail from here on: the merge is done.
         for id in referenced.missing {
             guard let model = ModelIdAssignment.heldModel(for: id, in: context), model.modelState == .needsData,

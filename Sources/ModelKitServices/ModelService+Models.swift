@@ -117,12 +117,12 @@ extension ModelService {
         let context = try Self.context(of: model)
         let id = try Self.recordId(of: model)
         let versions = VersionTable.of(context, store: storeIdentifier)
-        let results = try await perform([.delete(id, expected: versions.versions[model.modelId])])
+        let results = try await perform([.delete(id, expected: versions[model.modelId])])
         guard let result = results.first else {
             throw ServiceError(.invalidResponse(expected: "a result for the delete", found: "none"), record: id)
         }
         if case .failed(let error) = result { throw error }
-        versions.versions[model.modelId] = nil
+        versions[model.modelId] = nil
         model.removeFromContext()
     }
 
@@ -147,15 +147,19 @@ extension ModelService {
 }
 
 /// The server versions of the records a context saved or fetched through one store, by model:
-/// kept in the context (its package state), so it belongs to the context's domain.
-final class VersionTable {
-    var versions: [ModelID: RemoteVersion] = [:]
+/// kept in the context as package metadata (a ``ModelKit/ModelMetadataTable`` per store), so it
+/// belongs to the context's domain, and whole-graph files and snapshots of the context carry it
+/// across a relaunch. ModelKit keeps the versions as opaque strings.
+struct VersionTable {
+    let table: ModelMetadataTable
 
     static func of(_ context: ModelContext, store: String) -> VersionTable {
-        let key = "ModelKitServices.versions " + store
-        if let table = context[packageState: key] as? VersionTable { return table }
-        let table = VersionTable()
-        context[packageState: key] = table
-        return table
+        VersionTable(table: context.metadataTable("ModelKitServices.versions " + store))
+    }
+
+    /// The version this context last saw of the model's record.
+    subscript(id: ModelID) -> RemoteVersion? {
+        get { table.values[id].map(RemoteVersion.init) }
+        nonmutating set { table.values[id] = newValue?.rawValue }
     }
 }

@@ -51,7 +51,7 @@ struct SavePlan {
                     throw ServiceError(
                         .invalidModel(expected: "ids of letters, digits, '_' and '-'", found: "'\(record)'"), record: record)
                 }
-                let version = versions.versions[model.modelId]
+                let version = versions[model.modelId]
                 // A placeholder is not written, unless the app gave it values: then it is created,
                 // which fails with a conflict, overwriting nothing, if the record exists.
                 if model.modelState == .needsData, version != nil || !model.hasChanges { continue }
@@ -83,7 +83,7 @@ struct SavePlan {
     func commit(_ results: [RecordWriteResult], versions: VersionTable) {
         for (item, result) in zip(items, results) {
             guard case .written(let version) = result else { continue }
-            versions.versions[item.model.modelId] = version
+            versions[item.model.modelId] = version
             // Values changed while the request was in flight stay changes.
             item.model.markSaved(resettingChanges: item.values.isUnchanged)
         }

@@ -170,8 +170,8 @@ struct ContextState: Equatable, CustomStringConvertible {
                 properties: try? model.properties, changes: model.changes)
         }.sorted { $0.modelId < $1.modelId }
         var versions: [String: String] = [:]
-        for (id, version) in VersionTable.of(context, store: store.storeIdentifier).versions {
-            versions["\(id)"] = version.rawValue
+        for (id, version) in VersionTable.of(context, store: store.storeIdentifier).table.values {
+            versions["\(id)"] = version
         }
         self.versions = versions
     }

@@ -42,6 +42,10 @@ import Synchronization
 @usableFromInline final class ChangeTracker<Properties: Codable>: HeldModels {
     /// The values at the last reset, saved on the first change after it. `nil`: unchanged.
     @usableFromInline var original: Properties?
+    /// The encoded values at the last reset, for changes made before the process that wrote a
+    /// whole-graph file or snapshot (its `tracking` member): they come back encoded, and take
+    /// precedence over ``original`` until the next reset.
+    var restored: ModelValue.Object?
     /// Batches, notifications and observers; made for the first of them.
     @usableFromInline var listening: ChangeListening<Properties>?
 
@@ -49,7 +53,7 @@ import Synchronization
 
     /// Whether the tracker holds nothing, so that the box can drop it.
     var isEmpty: Bool {
-        original == nil && held.isEmpty && (listening?.isIdle ?? true)
+        original == nil && restored == nil && held.isEmpty && (listening?.isIdle ?? true)
     }
 
     /// ``listening``, made if needed.

@@ -52,6 +52,9 @@ extension Model {
     public var changes: ModelChanges {
         switch storage.box.baseline {
         case .saved:
+            if let restored = storage.tracker?.restored {
+                return ModelChanges.between(restored, Self.encoded(storage.values))
+            }
             guard let original = storage.tracker?.original else { return ModelChanges() }
             return ModelChanges.between(Self.encoded(original), Self.encoded(storage.values))
         case .newUntouched:
@@ -67,7 +70,7 @@ extension Model {
     /// - Complexity: O(1) for a model never changed since its reset, else as ``changes``.
     public var hasChanges: Bool {
         switch storage.box.baseline {
-        case .saved: storage.tracker?.original != nil && !changes.isEmpty
+        case .saved: (storage.tracker?.original != nil || storage.tracker?.restored != nil) && !changes.isEmpty
         case .newUntouched: false
         case .newWritten: !changes.isEmpty
         }
@@ -79,6 +82,7 @@ extension Model {
     public func resetChanges() {
         storage.box.baseline = .saved
         storage.tracker?.original = nil
+        storage.tracker?.restored = nil
         storage.box.dropTrackerIfEmpty()
         storage.quietEpoch = 0
     }
@@ -92,6 +96,7 @@ extension Model {
         let original: Properties
         switch storage.box.baseline {
         case .saved:
+            if let restored = storage.tracker?.restored { return revertRestored(restored) }
             guard let saved = storage.tracker?.original else { return }
             original = saved
         case .newUntouched:
@@ -188,6 +193,7 @@ extension Model {
         if toldRegistrar { ObservationSlots.didSet(storage.box) }
         storage.box.baseline = .saved
         tracker?.original = nil
+        tracker?.restored = nil
         storage.box.dropTrackerIfEmpty()
         storage.stampPending = false
         storage.quietEpoch = 0

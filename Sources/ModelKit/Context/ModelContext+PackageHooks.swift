@@ -67,3 +67,30 @@ extension ModelContext {
         set { packageState[key] = newValue }
     }
 }
+
+/// Opaque strings about a context's models, by model id, that another target of this package
+/// keeps in one namespace: ModelKitServices keeps there each record's server version per store.
+///
+/// Unlike ``ModelContext/subscript(packageState:)``, these tables are part of the context's
+/// state that outlives the process: whole-graph files and snapshots carry them (the file's
+/// `tracking` member), and loading or merging puts them back. ModelKit does not read the strings.
+package final class ModelMetadataTable {
+    /// The string kept for each model.
+    package var values: [ModelID: String] = [:]
+
+    package init() {}
+}
+
+extension ModelContext {
+    /// The table of `namespace`, made (empty) if the context has none yet.
+    ///
+    /// A context that has any table writes it, with what a backend needs to push changes made
+    /// before a relaunch (which models are new, and the old values of changed properties), into
+    /// its whole-graph files and snapshots; a context that has none writes the files it always did.
+    package func metadataTable(_ namespace: String) -> ModelMetadataTable {
+        if let table = metadataTables[namespace] { return table }
+        let table = ModelMetadataTable()
+        metadataTables[namespace] = table
+        return table
+    }
+}

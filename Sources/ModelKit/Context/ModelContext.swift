@@ -206,6 +206,10 @@ public final class ModelContext {
     /// What other targets of this package keep per context (see `subscript(packageState:)`).
     var packageState: [String: AnyObject] = [:]
 
+    /// Opaque per-model strings other targets of this package keep, by namespace, which
+    /// whole-graph files and snapshots carry (see `metadataTable(_:)`).
+    var metadataTables: [String: ModelMetadataTable] = [:]
+
     /// Creates an empty context, owned by the isolation domain that creates it.
     ///
     /// ```swift

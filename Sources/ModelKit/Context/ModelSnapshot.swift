@@ -34,7 +34,10 @@ public struct ModelSnapshot: Sendable {
     public var isEmpty: Bool { modelIds.isEmpty && removedIds.isEmpty }
 
     init(models: [any Model], removedIds: [ModelID]) throws {
-        document = models.isEmpty ? Data() : try Persistence.data(Persistence.Roots(models), format: .binaryPropertyList)
+        // With the models' tracking (a backend's versions, unsaved changes), as a context's file.
+        document =
+            models.isEmpty
+            ? Data() : try Persistence.data(Persistence.Roots(models, tracking: true), format: .binaryPropertyList)
         modelIds = models.map(\.modelId)
         self.removedIds = removedIds
     }

@@ -166,7 +166,7 @@ extension GraphLoader {
             // Each envelope key once, as in JSON.
             var seen: Set<String> = []
             try document.forEach(in: top) { key, _ in
-                for name in ["models", "format", "version"] where try document.stringEquals(key, name) {
+                for name in ["models", "format", "version", "tracking"] where try document.stringEquals(key, name) {
                     guard seen.insert(name).inserted else {
                         throw SerializationError(
                             .malformedInput, path: name, byteOffset: document.byteOffset(of: key),
@@ -184,6 +184,9 @@ extension GraphLoader {
                     found: document.describeNode(array))
             }
             models = array
+            if let member = try document.member(of: top, named: "tracking") {
+                tracking = try TrackingMember.read(member, in: document)
+            }
         default:
             throw SerializationError(
                 .typeMismatch, byteOffset: document.byteOffset(of: top), expected: "a dictionary or an array of models",

@@ -53,6 +53,8 @@ final class GraphLoader {
     let source: any ModelSource
     /// Set here, and by object-id matching (see `GraphLoader+ObjectIds.swift`).
     @exclusivity(unchecked) var headers: [Header] = []
+    /// The envelope's `tracking` member, put back into the context at commit.
+    @exclusivity(unchecked) var tracking: TrackingMember?
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Whether the context held no model when the load started: then no model of the data can be
     /// in it (one another thread inserts meanwhile is turned away at commit), and instantiating
@@ -318,6 +320,7 @@ final class GraphLoader {
         // A file whose two sides of an inverse disagree (written by hand, or by an older
         // version) is repaired once every model is in place. Types without inverses skip it.
         for batch in batches { batch.repairInverses() }
+        tracking?.apply(to: context) { positions.index(of: $0) != nil }
         flushWarnings()
     }
 

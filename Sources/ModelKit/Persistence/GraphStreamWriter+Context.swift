@@ -41,6 +41,10 @@ extension GraphStreamWriter {
                 try segment.write(with: self, from: start)
                 start += segment.count
             }
+        } tracking: {
+            // Only a context with package metadata has any: the others write what they always did.
+            guard !context.metadataTables.isEmpty else { return nil }
+            return TrackingMember.gather(segments.flatMap(\.anyModels), context: context)
         }
     }
 }
@@ -49,6 +53,8 @@ extension GraphStreamWriter {
 protocol ContextSegment {
     var name: String { get }
     var count: Int { get }
+    /// The models, in order.
+    var anyModels: [any Model] { get }
     /// Gives each model its position, from `start` on.
     func identify(into writer: GraphStreamWriter, from start: Int)
     func write(with writer: GraphStreamWriter, from start: Int) throws
@@ -72,6 +78,7 @@ struct TypedSegment<M: Model>: ContextSegment {
     let models: [M]
 
     var count: Int { models.count }
+    var anyModels: [any Model] { models }
 
     func identify(into writer: GraphStreamWriter, from start: Int) {
         models.withUnsafeBufferPointer { models in

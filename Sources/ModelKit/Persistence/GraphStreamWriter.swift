@@ -66,10 +66,11 @@ final class GraphStreamWriter {
         tree = sink as? OpenTreeSink
     }
 
-    /// Writes the envelope, then the models `body` writes, then every model they reach.
+    /// Writes the envelope, then the models `body` writes, then every model they reach, then the
+    /// `tracking` member when `tracking` gives one (a context with package metadata).
     ///
     /// - Returns: The number of models written.
-    func writeDocument(_ body: () throws -> Void) throws -> Int {
+    func writeDocument(_ body: () throws -> Void, tracking: () -> TrackingMember? = { nil }) throws -> Int {
         sink.beginObject()
         sink.key("format")
         sink.string(Envelope.formatName)
@@ -82,6 +83,10 @@ final class GraphStreamWriter {
         try body()
         try writeQueue()
         sink.endArray()
+        if let member = tracking() {
+            sink.key("tracking")
+            member.write(to: sink)
+        }
         sink.endObject()
         try sink.finish()
         // The buffer's owner writes what is left (`AtomicFile` on this thread; memory keeps it).
@@ -114,11 +119,17 @@ final class GraphStreamWriter {
     /// Writes the envelope and every model reachable from `roots`, the roots first.
     ///
     /// - Returns: The number of models written.
+    ///
+    /// With `tracking`, the envelope also gets the `tracking` member of the first root's context
+    /// for the models written, when that context keeps package metadata (snapshots).
     @discardableResult
-    func writeDocument(roots: [any Model]) throws -> Int {
+    func writeDocument(roots: [any Model], tracking: Bool = false) throws -> Int {
         try writeDocument {
             queue.reserveCapacity(roots.count)
             for root in roots { try enqueue(root) }
+        } tracking: {
+            guard tracking, let context = roots.first?.modelContext else { return nil }
+            return TrackingMember.gather(queue, context: context)
         }
     }
 

@@ -61,6 +61,7 @@ final class JSONSource: ModelSource {
         var versionText = "no \"version\" key"
         var versionOffset = start
         var seen: Set<String> = []
+        var tracking: TrackingMember?
         func once(_ key: String, at offset: Int) throws {
             guard seen.insert(key).inserted else {
                 throw SerializationError(
@@ -99,6 +100,10 @@ final class JSONSource: ModelSource {
                     scanner.position = try tape.parse(at: scanner.position)
                     versionText = document.describeNode(0)
                     version = tape.entries[0].kind == .integer ? try document.number(0) : nil
+                } else if try document.stringEquals(0, "tracking") {
+                    try once("tracking", at: keyOffset)
+                    scanner.position = try tape.parse(at: scanner.position)
+                    tracking = try TrackingMember.read(0, in: document)
                 } else {
                     // Checked as carefully as the rest, but not recorded: its size costs no memory.
                     try scanner.checkValue(depth: 0)
@@ -107,6 +112,7 @@ final class JSONSource: ModelSource {
             try scanner.expect(UInt8(ascii: "}"), "',' or '}'")
         }
         guard sawModels else { return false }
+        loader.tracking = tracking
         guard format == Envelope.formatName else {
             throw SerializationError(
                 .invalidValue, path: "format", byteOffset: formatOffset, expected: "\"\(Envelope.formatName)\"",

@@ -5,10 +5,11 @@ enum Persistence {
     /// What to write: every model of a context, or the models reachable from some roots.
     enum Roots {
         case context(ModelContext)
-        case models([any Model])
+        /// Models and what they reach; with `tracking`, the `tracking` member too (snapshots).
+        case models([any Model], tracking: Bool = false)
 
-        init(_ models: [any Model]) {
-            self = .models(models)
+        init(_ models: [any Model], tracking: Bool = false) {
+            self = .models(models, tracking: tracking)
         }
 
         init(context: ModelContext) {
@@ -19,7 +20,7 @@ enum Persistence {
         func write(with writer: GraphStreamWriter) throws -> Int {
             switch self {
             case .context(let context): try writer.writeDocument(context: context)
-            case .models(let models): try writer.writeDocument(roots: models)
+            case .models(let models, let tracking): try writer.writeDocument(roots: models, tracking: tracking)
             }
         }
     }
