@@ -185,7 +185,11 @@ struct HostileServerTests {
         // The limit is 4 MiB; what the transfer may hold besides it (pieces waiting for the
         // delegate, libcurl's buffers, the allocator's arenas on a busy machine) is 5 to 60 MiB.
         // Unbounded, the pieces piled up in memory as fast as the proxy sent them.
-        #expect(peak - baseline < 128 << 10, "peak \(peak) KB, baseline \(baseline) KB")
+        // (Under AddressSanitizer, freed memory is held in quarantine, 256 MiB by default, so the
+        // peak says nothing there: CI runs this test without it too.)
+        if ProcessInfo.processInfo.environment["MODELKIT_SANITIZER"] != "address" {
+            #expect(peak - baseline < 128 << 10, "peak \(peak) KB, baseline \(baseline) KB")
+        }
         // How much the proxy managed to send (inflated, for gzip) is not checked: the transfer
         // stops when swift-corelibs-foundation's queue, which libcurl holds while it reads,
         // takes the cancel, and that depends on the machine's load (4 to 6 MiB on an idle
