@@ -3,17 +3,27 @@ import ModelKit
 
 extension Benchmarks {
     /// The whole blog to JSON text: ModelKit's `blog.jsonData()` (walking the graph, writing
-    /// pointers, dates and text) against `JSONEncoder` encoding the same data as plain structs.
+    /// pointers, dates and text) against `JSONEncoder` encoding the same data as plain structs,
+    /// first in the compact shape an app without ModelKit would write (integer ids, the strongest
+    /// peer), then with `UUID` ids (the heavier peer). The context writer,
+    /// `context.data(format: .json)`, writes the same models without the walk from the root, so
+    /// its row shows what the walk and its reference look-ups cost.
     static let serializeJSON = Benchmark(name: "serialize-json") { data, session in
         let models = data.n + data.authorCount + 1
         let context = ModelContext()
         let blog = buildModelKitBlog(data, in: context)
         let value = try blog.serialize(as: .json)
         let plainBlog = buildPlainBlog(data)
+        let compactFile = buildCompactFile(data)
+        // The coders' defaults are their fastest configuration: no formatting, no key sorting,
+        // dates as numbers.
         let encoder = JSONEncoder()
 
         let modelKit = Subject(Report.modelKit, body: { try blog.jsonData() }, verify: \.count)
+        let compact = Subject("JSONEncoder (compact)", body: { try encoder.encode(compactFile) }, verify: \.count)
         let jsonEncoder = Subject("JSONEncoder", body: { try encoder.encode(plainBlog) }, verify: \.count)
+        let contextWriter = Subject(
+            "\(Report.modelKit) (context.data(format: .json))", body: { try context.data(format: .json) }, verify: \.count)
         // The same text by way of a value tree: the graph into a tree, and the tree to text
         // (jsonData() itself streams, without the tree).
         let walk = Subject(
@@ -22,14 +32,18 @@ extension Benchmarks {
             verify: { value in try expect(value[models - 1] == nil ? 0 : models, models, "serialized models") })
         let text = Subject("tree: ModelValue.jsonData()", body: { value.jsonData() }, verify: \.count)
 
-        let sizes = "output: ModelKit \(megabytes(value.jsonData().count)), JSONEncoder \(megabytes(try encoder.encode(plainBlog).count))"
-        let result = try BenchmarkResult(timing: [modelKit, jsonEncoder], extras: [walk, text], notes: [sizes], session: &session)
+        let sizes =
+            "output: ModelKit \(megabytes(value.jsonData().count)), context writer \(megabytes(try context.data(format: .json).count)), "
+            + "JSONEncoder (compact) \(megabytes(try encoder.encode(compactFile).count)), JSONEncoder \(megabytes(try encoder.encode(plainBlog).count))"
+        let result = try BenchmarkResult(
+            timing: [modelKit, compact, jsonEncoder, contextWriter], extras: [walk, text], notes: [sizes], session: &session)
         blackHole(context)
         return result
     }
 
     /// The whole blog from JSON text: ModelKit's `BenchBlog.instance(fromJSON:in:)` into a fresh
-    /// context per run against `JSONDecoder` decoding the plain structs from their own JSON.
+    /// context per run against `JSONDecoder` decoding plain structs from their own JSON: the
+    /// compact shape first (integer ids, the strongest peer), then `UUID` ids (the heavier peer).
     static let deserializeJSON = Benchmark(name: "deserialize-json") { data, session in
         let models = data.n + data.authorCount + 1
         let json: Data = try {
@@ -38,6 +52,7 @@ extension Benchmarks {
         }()
         let value = try ModelValue(json: json)
         let plainJSON = try JSONEncoder().encode(buildPlainBlog(data))
+        let compactJSON = try JSONEncoder().encode(buildCompactFile(data))
         let decoder = JSONDecoder()
 
         let modelKit = Subject(
@@ -48,6 +63,10 @@ extension Benchmarks {
                 _ = try expect(blog.modelContext?.count ?? 0, models, "models in the context")
                 return try expect(blog.authors.count, data.authorCount, "authors of the blog")
             })
+        let compact = Subject(
+            "JSONDecoder (compact)",
+            body: { try decoder.decode(CompactFile.self, from: compactJSON) },
+            verify: { file in try verifyLoadedBlog(file, data) })
         let jsonDecoder = Subject(
             "JSONDecoder",
             body: { try decoder.decode(PlainBlog.self, from: plainJSON) },
@@ -64,8 +83,11 @@ extension Benchmarks {
             body: { context in try BenchBlog.instance(from: value, in: context) },
             verify: { blog in try expect(blog.modelContext?.count ?? 0, models, "models in the context") })
 
-        let sizes = "input: ModelKit \(megabytes(json.count)), JSONDecoder \(megabytes(plainJSON.count))"
-        return try BenchmarkResult(timing: [modelKit, jsonDecoder], extras: [parse, read], notes: [sizes], session: &session)
+        let sizes =
+            "input: ModelKit \(megabytes(json.count)), JSONDecoder (compact) \(megabytes(compactJSON.count)), "
+            + "JSONDecoder \(megabytes(plainJSON.count))"
+        return try BenchmarkResult(
+            timing: [modelKit, compact, jsonDecoder], extras: [parse, read], notes: [sizes], session: &session)
     }
 }
 
