@@ -83,21 +83,23 @@ public enum FuzzGraphRecipe {
     /// Writes the graph in `data` every way, reads each back, and traps unless it reads back the
     /// same (ids, types and every property).
     ///
-    /// An output that reaches the in-memory writers' first buffer end (64 KiB) is written again
-    /// with the padding's name 1 to 159 characters long (more than a small model takes), which moves every id, number and date
-    /// written after it across that end, one byte at a time.
+    /// An output around the in-memory writers' first buffer ends (64 and 128 KiB) is written again
+    /// with the padding's name 1 to 159 characters long (more than a small model takes), which
+    /// moves every id, number and date written after it across that end, one byte at a time.
     public static func check(_ data: Data) {
         let (context, padding) = graph(data)
         let models = context.models(of: FuzzAuthor.self) as [any Model] + context.models(of: FuzzPost.self)
             + context.models(of: FuzzEverything.self)
         do {
-            if try context.data(format: .binaryPropertyList).count >= 60_000 {
+            // Outputs around the first two buffer ends (64 and 128 KiB) only: sliding a larger
+            // one costs seconds an input, and its ends are reached by other inputs' slides.
+            if (60_000..<140_000).contains(try context.data(format: .binaryPropertyList).count) {
+                // Written only: a write past its memory is AddressSanitizer's to report, and
+                // reading each back would make every such input cost a second or more.
                 for slide in 1..<160 {
                     padding.name = String(repeating: "p", count: slide)
                     for format in [PersistenceFormat.json, .binaryPropertyList] {
-                        let copy = ModelContext()
-                        try copy.load(try context.data(format: format))
-                        expectSame(models, in: copy, "\(format), slid by \(slide)")
+                        _ = try context.data(format: format)
                     }
                 }
                 padding.name = ""
