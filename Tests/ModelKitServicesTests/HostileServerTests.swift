@@ -131,26 +131,8 @@ struct HostileServerTests {
     /// What the child process reported: each line's first word and the rest.
     static func runChild(_ arguments: [String]) async throws -> [String: [String]] {
         let child = try #require(childExecutable, "the ServiceClientChild executable was not built")
-        let process = Process()
-        process.executableURL = child
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Bounded: a child that hangs is stopped after five minutes, which ends the read.
-        let pid = process.processIdentifier
-        let watchdog = Task.detached {
-            guard (try? await Task.sleep(for: .seconds(300))) != nil else { return }
-            kill(pid, SIGKILL)
-        }
-        defer { watchdog.cancel() }
-        let text: String = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
+        // Bounded: a child that hangs is killed after five minutes, which ends the read.
+        let (process, text) = try await ChildOutput.read(child, arguments, upTo: .end, stopping: SIGKILL)
         process.waitUntilExit()
         var lines: [String: [String]] = [:]
         for line in text.split(separator: "\n") {
