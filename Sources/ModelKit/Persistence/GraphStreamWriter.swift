@@ -49,6 +49,8 @@ final class GraphStreamWriter {
     /// that is not among those written is written as a pointer, and its target is not followed
     /// (the store has it already), so the record holds what changed and nothing more.
     @exclusivity(unchecked) var boundary: ModelContext?
+    /// What a long write reports its models to, and asks whether to stop (asynchronous writes).
+    @exclusivity(unchecked) var progress: WriteProgress?
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
@@ -227,6 +229,7 @@ final class GraphStreamWriter {
             throw SerializationError(encoding: error, modelIndex: index, modelName: name)
         }
         sink.endObject()
+        if let progress { try progress.modelWritten() }
     }
 
     /// `values` as a tree, whose containers stay open until the end: for values that use

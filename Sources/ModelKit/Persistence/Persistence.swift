@@ -33,12 +33,18 @@ enum Persistence {
     }
 
     /// Writes the envelope and every model reachable from the roots to `buffer`.
-    static func encode(_ roots: Roots, format: PersistenceFormat, into buffer: OutputBuffer) throws {
+    static func encode(
+        _ roots: Roots, format: PersistenceFormat, into buffer: OutputBuffer, progress: WriteProgress? = nil
+    ) throws {
         switch format {
         case .json:
-            try roots.write(with: GraphStreamWriter(sink: JSONSink(buffer: buffer)))
+            let writer = GraphStreamWriter(sink: JSONSink(buffer: buffer))
+            writer.progress = progress
+            try roots.write(with: writer)
         case .binaryPropertyList:
-            try roots.write(with: GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer)))
+            let writer = GraphStreamWriter(sink: BinaryPlistSink(buffer: buffer))
+            writer.progress = progress
+            try roots.write(with: writer)
         case .xmlPropertyList:
             let xml = try data(roots, format: .xmlPropertyList)
             xml.withUnsafeBytes { buffer.append($0) }
@@ -61,8 +67,8 @@ enum Persistence {
         return buffer.takeData()
     }
 
-    static func write(_ roots: Roots, format: PersistenceFormat, to url: URL) throws {
-        try AtomicFile.write(to: url) { buffer in try encode(roots, format: format, into: buffer) }
+    static func write(_ roots: Roots, format: PersistenceFormat, to url: URL, progress: WriteProgress? = nil) throws {
+        try AtomicFile.write(to: url) { buffer in try encode(roots, format: format, into: buffer, progress: progress) }
     }
 
     /// The contents of the file at `url`, read into memory (see `Posix.readFile` for why it is

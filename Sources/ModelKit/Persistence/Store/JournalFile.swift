@@ -125,3 +125,6 @@ final class JournalFile {
         PersistenceError(errorNumber: errno, operation: call, path: path)
     }
 }
+
+// A journal is used by one store, whose writer queue orders every use after opening.
+extension JournalFile: @unchecked Sendable {}

@@ -24,12 +24,10 @@ extension ModelStore {
     ///   when a model was inserted: see ``ModelContext/changes``), not in the size of the store.
     public func save() throws {
         try checkOpen("save")
-        guard try appendChanges() else { return }
-        if let threshold = options.compactionThreshold,
-            journalEnd > max(Int(threshold * Double(baseBytes)), Self.minimumCompactedJournal)
-        {
-            try? rewriteBase()
-        }
+        guard let pending = try pendingSave() else { return }
+        try writer.append(pending.record)
+        context.resetChanges()
+        if needsCompaction { try? rewriteBase() }
     }
 
     /// Rewrites the base with every model of the context and empties the journal, saving first
@@ -50,7 +48,10 @@ extension ModelStore {
     /// - Complexity: O(n) in the size of the graph.
     public func compact() throws {
         try checkOpen("compact")
-        try appendChanges()
+        if let pending = try pendingSave() {
+            try writer.append(pending.record)
+            context.resetChanges()
+        }
         try rewriteBase()
     }
 
@@ -61,8 +62,7 @@ extension ModelStore {
     /// - Complexity: O(1), plus a flush.
     public func close() {
         guard !isClosed else { return }
-        if options.durability == .relaxed { try? journal.sync() }
-        journal.close()
+        writer.close()
         isClosed = true
     }
 
@@ -70,29 +70,31 @@ extension ModelStore {
     /// small base after every save would cost more than the journal saves.
     static let minimumCompactedJournal = 1 << 20
 
-    /// Appends the changes as a record; returns whether there were any.
-    @discardableResult
-    func appendChanges() throws -> Bool {
+    /// What a save of the changes so far writes: its record, and what to mark unsaved again
+    /// when the write fails. `nil` when nothing changed.
+    struct PendingSave {
+        var record: Data
+        var changed: [ModelID]
+        var removed: [ModelID]
+    }
+
+    /// Encodes the changes so far as a save record.
+    func pendingSave() throws -> PendingSave? {
         let changes = context.changes
-        guard !changes.isEmpty else { return false }
-        let models = (changes.inserted.union(changes.updated)).sorted().compactMap { context.model(withId: $0) }
+        guard !changes.isEmpty else { return nil }
+        let changed = changes.inserted.union(changes.updated).sorted()
+        let removed = changes.removed.sorted()
         let payload = try SaveRecord.payload(
-            models: models, removed: changes.removed.sorted(), context: context,
+            models: changed.compactMap { context.model(withId: $0) }, removed: removed, context: context,
             format: format == .json ? .json : .binaryPropertyList)
         let record = JournalFormat.record(type: .save, version: JournalFormat.saveVersion, payload: payload)
-        let end = journalEnd
-        do {
-            try journal.write(record, at: end)
-            if options.durability == .full { try journal.sync() }
-        } catch {
-            // Nothing of a failed save may stay: a later save must follow the last whole record.
-            try? journal.truncate(to: end)
-            throw error
-        }
-        journalEnd = end + record.count
-        saves += 1
-        context.resetChanges()
-        return true
+        return PendingSave(record: record, changed: changed, removed: removed)
+    }
+
+    /// Whether the journal has outgrown ``Options/compactionThreshold``.
+    var needsCompaction: Bool {
+        guard let threshold = options.compactionThreshold else { return false }
+        return writer.state.end > max(Int(threshold * Double(baseBytes)), Self.minimumCompactedJournal)
     }
 
     /// Writes the whole context as the new base, then empties the journal.
@@ -100,9 +102,7 @@ extension ModelStore {
         try Persistence.write(.context(context), format: format, to: url)
         baseBytes = Self.size(of: url) ?? baseBytes
         compactions += 1
-        try journal.truncate(to: JournalFormat.headerSize)
-        try journal.sync()
-        journalEnd = JournalFormat.headerSize
+        try writer.empty()
     }
 
     func checkOpen(_ operation: String) throws {

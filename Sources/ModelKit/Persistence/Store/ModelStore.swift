@@ -90,15 +90,16 @@ public final class ModelStore {
     /// The options the store was opened with.
     public let options: Options
 
-    let journal: JournalFile
+    /// Writes the journal, in the order saves are called.
+    let writer: JournalWriter
     /// The format of the base and of new records.
     let format: PersistenceFormat
-    /// The end of the last valid record: where the next one goes.
-    var journalEnd: Int
     var baseBytes: Int
-    var saves = 0
     var compactions = 0
     var isClosed = false
+    /// Asynchronous saves and compactions waiting for the one in progress (see `ModelStore+Async`).
+    var waiting: [CheckedContinuation<Void, Never>] = []
+    var isBusy = false
 
     /// Opens the store at `url`, or creates it when there is neither a base nor a journal there.
     ///
@@ -129,13 +130,28 @@ public final class ModelStore {
         self.url = file
         self.options = options
         journalURL = URL(fileURLWithPath: file.path + "-journal")
-        journal = try JournalFile(path: journalURL.path)
+        let journal = try JournalFile(path: journalURL.path)
         context = ModelContext(isolation: isolation)
-        var opened = try StoreOpening(journal: journal, base: file, options: options)
-        format = try opened.loadBase(into: context, isolation: isolation)
-        baseBytes = opened.baseBytes
-        journalEnd = try opened.replay(into: context, isolation: isolation)
+        var opening = try StoreOpening(journal: journal, base: file, options: options)
+        format = try opening.loadBase(opening.readBase(), into: context, isolation: isolation)
+        baseBytes = opening.baseBytes
+        let end = try opening.replay(into: context, isolation: isolation)
+        writer = JournalWriter(file: journal, end: end, durability: options.durability)
         context.resetChanges()
+    }
+
+    /// A store whose base is loaded, and whose journal is to be replayed by the caller (the
+    /// asynchronous open).
+    init(
+        url: URL, options: Options, opening: StoreOpening, end: Int, context: ModelContext, format: PersistenceFormat
+    ) {
+        self.url = url
+        self.options = options
+        journalURL = URL(fileURLWithPath: opening.journal.path)
+        writer = JournalWriter(file: opening.journal, end: end, durability: options.durability)
+        self.context = context
+        self.format = format
+        baseBytes = opening.baseBytes
     }
 
     /// Whether the context has changes that ``save()`` would write: false right after opening
@@ -149,7 +165,9 @@ public final class ModelStore {
 
     /// Sizes and counts; see ``Statistics``.
     public var statistics: Statistics {
-        Statistics(
-            baseBytes: baseBytes, journalBytes: journalEnd, saves: saves, syncs: journal.syncs, compactions: compactions)
+        let journal = writer.state
+        return Statistics(
+            baseBytes: baseBytes, journalBytes: journal.end, saves: journal.appended, syncs: journal.syncs,
+            compactions: compactions)
     }
 }

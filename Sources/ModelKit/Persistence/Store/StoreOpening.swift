@@ -21,24 +21,36 @@ struct StoreOpening {
         journalSize = try journal.size()
     }
 
-    /// Loads the base into `context`, creating an empty one for a new store; returns the store's
-    /// format.
-    mutating func loadBase(into context: ModelContext, isolation: (any Actor)?) throws -> PersistenceFormat {
-        let data: Data
+    /// The base's bytes, or `nil` for a new store (no base and no saves in the journal).
+    ///
+    /// - Throws: ``PersistenceError/Code/fileNotFound`` when the journal has saves but the base
+    ///   is missing; the read's errors.
+    mutating func readBase() throws -> Data? {
         do {
-            data = try Persistence.contents(of: base)
+            let data = try Persistence.contents(of: base)
+            baseBytes = data.count
+            return data
         } catch let error as PersistenceError where error.code == .fileNotFound {
             guard journalSize <= JournalFormat.headerSize else {
                 throw PersistenceError(
                     .fileNotFound, path: base.path, operation: "open a store",
                     expected: "the base file beside the journal", found: "a journal with saves but no base")
             }
+            return nil
+        }
+    }
+
+    /// Loads the base into `context`, or writes an empty one for a new store; returns the
+    /// store's format.
+    mutating func loadBase(_ data: Data?, into context: ModelContext, isolation: (any Actor)?) throws
+        -> PersistenceFormat
+    {
+        guard let data else {
             // A new store: an empty base, so that readers of the base file find one.
             try Persistence.write(.context(context), format: options.format, to: base)
-            baseBytes = try Persistence.contents(of: base).count
+            baseBytes = ModelStore.size(of: base) ?? 0
             return options.format
         }
-        baseBytes = data.count
         try context.load(data, options: options.deserialization, isolation: isolation)
         return Self.format(of: data)
     }
@@ -47,17 +59,18 @@ struct StoreOpening {
     /// XML ones with `<`, anything else is JSON).
     static func format(of data: Data) -> PersistenceFormat {
         if data.starts(with: Array("bplist".utf8)) { return .binaryPropertyList }
-        if let first = data.first(where: { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }), first == UInt8(ascii: "<")
-        {
-            return .xmlPropertyList
-        }
+        let blanks: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF]
+        if data.first(where: { !blanks.contains($0) }) == UInt8(ascii: "<") { return .xmlPropertyList }
         return .json
     }
 
-    /// Applies every valid record to `context`; returns where the next record goes.
-    func replay(into context: ModelContext, isolation: (any Actor)?) throws -> Int {
+    /// The journal's size when the store was opened.
+    var size: Int { journalSize }
+
+    /// Checks the journal's header, writing one when the journal is new (or its creation was cut
+    /// short); returns the offset of the first record.
+    func start() throws -> Int {
         guard journalSize >= JournalFormat.headerSize else {
-            // New, or its creation was cut short: start it afresh.
             try journal.truncate(to: 0)
             try journal.write(JournalFormat.header(), at: 0)
             try journal.sync()
@@ -66,30 +79,40 @@ struct StoreOpening {
         if let found = JournalFormat.checkHeader(try journal.read(at: 0, count: JournalFormat.headerSize)) {
             throw damage(at: 0, expected: "a ModelKit journal header", found: found)
         }
-        var options = options.deserialization
-        options.danglingPointers = .placeholder
-        var offset = JournalFormat.headerSize
-        while offset < journalSize {
-            switch try readRecord(at: offset) {
-            case .valid(let frame, let payload):
-                try apply(frame, payload, at: offset, to: context, options: options, isolation: isolation)
-                offset += JournalFormat.frameSize + frame.length
-            case .invalid(let found):
-                if let next = try nextValidFrame(after: offset) {
-                    guard self.options.recovery == .savesBeforeDamage else {
-                        throw damage(
-                            at: offset, expected: "a whole record (a valid one follows at byte \(next))", found: found)
-                    }
-                    try keepDamagedPart(from: offset)
-                }
-                // A torn save (or damage recovered from): cut it off, so the next save follows
-                // the last valid record.
-                try journal.truncate(to: offset)
-                try journal.sync()
-                return offset
-            }
-        }
+        return JournalFormat.headerSize
+    }
+
+    /// Applies every valid record to `context`; returns where the next record goes.
+    func replay(into context: ModelContext, isolation: (any Actor)?) throws -> Int {
+        var offset = try start()
+        while let next = try applyRecord(at: offset, to: context, isolation: isolation) { offset = next }
         return offset
+    }
+
+    /// Applies the record at `offset` to `context` and returns the next record's offset, or
+    /// returns `nil` when the journal ends at `offset` (after cutting off a torn save there).
+    func applyRecord(at offset: Int, to context: ModelContext, isolation: (any Actor)?) throws -> Int? {
+        guard offset < journalSize else { return nil }
+        switch try readRecord(at: offset) {
+        case .valid(let frame, let payload):
+            var options = options.deserialization
+            options.danglingPointers = .placeholder
+            try apply(frame, payload, at: offset, to: context, options: options, isolation: isolation)
+            return offset + JournalFormat.frameSize + frame.length
+        case .invalid(let found):
+            if let next = try nextValidFrame(after: offset) {
+                guard self.options.recovery == .savesBeforeDamage else {
+                    throw damage(
+                        at: offset, expected: "a whole record (a valid one follows at byte \(next))", found: found)
+                }
+                try keepDamagedPart(from: offset)
+            }
+            // A torn save (or damage recovered from): cut it off, so that the next save follows
+            // the last valid record.
+            try journal.truncate(to: offset)
+            try journal.sync()
+            return nil
+        }
     }
 
     private enum Read {
