@@ -159,7 +159,7 @@ struct VersionTable {
 
     /// The version this context last saw of the model's record.
     subscript(id: ModelID) -> RemoteVersion? {
-        get { table.values[id].map(RemoteVersion.init) }
-        nonmutating set { table.values[id] = newValue?.rawValue }
+        get { table[id].map(RemoteVersion.init) }
+        nonmutating set { table[id] = newValue?.rawValue }
     }
 }

@@ -219,3 +219,37 @@ struct ModelStoreTests {
         #expect(whole == split)
     }
 }
+
+@Suite("Model store: what a backend keeps")
+struct ModelStoreTrackingTests {
+    static let namespace = "ModelKitServices.versions test"
+
+    @Test("a server version set on a saved model is saved by the next save, and comes back after a relaunch")
+    func versionsSurvive() throws {
+        try withStore(format: .binaryPropertyList) { url, options in
+            var authorId: ModelID?
+            do {
+                let store = try ModelStore(url: url, options: options)
+                let author = Author.instance(in: store.context)
+                author.name = "Ann"
+                try store.save()
+                authorId = author.modelId
+                // What a service does after a push: only the version changes, not the model.
+                store.context.metadataTable(Self.namespace)[author.modelId] = "17"
+                #expect(!store.context.hasChanges)
+                #expect(store.needsSaving)
+                try store.save()
+                #expect(!store.needsSaving)
+            }
+            let reopened = try ModelStore(url: url, options: options)
+            let id = try #require(authorId)
+            #expect(reopened.context.metadataTable(Self.namespace)[id] == "17")
+            #expect(!reopened.needsSaving)
+            // After a compaction, the base carries it too.
+            try reopened.compact()
+            let reader = ModelContext()
+            try reader.load(from: url)
+            #expect(reader.metadataTable(Self.namespace)[id] == "17")
+        }
+    }
+}

@@ -17,7 +17,7 @@ struct TrackingMemberTests {
         author.name = "Ann"
         author.birthday = Date(timeIntervalSinceReferenceDate: 1_000.25)
         author.resetChanges()
-        context.metadataTable(namespace).values[author.modelId] = "17"
+        context.metadataTable(namespace)[author.modelId] = "17"
         author.name = "Ann Lee"
         author.birthday = Date(timeIntervalSinceReferenceDate: 2_000.5)
         let post = Post.instance(in: context)

@@ -33,6 +33,9 @@ struct ChangeLog {
     var updated: Set<ModelID> = []
     /// Models that were there at the reset and are gone.
     var removed: Set<ModelID> = []
+    /// Models whose tracking (package metadata, state after a push) changed: not a change of
+    /// the model, but what a store must save (`ModelContext.noteTrackingChanged`).
+    var tracked: Set<ModelID> = []
 
     /// Records an insertion; returns whether the model counts as inserted (rather than as a model
     /// that was there at the reset and came back, which counts as updated).
@@ -48,6 +51,7 @@ struct ChangeLog {
     /// Records a removal; `insertedSinceReset` models simply were never there.
     mutating func removed(_ id: ModelID, insertedSinceReset: Bool) {
         updated.remove(id)
+        tracked.remove(id)
         if insertedSinceReset {
             insertedCount -= 1
         } else {

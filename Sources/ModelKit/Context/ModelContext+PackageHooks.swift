@@ -14,6 +14,8 @@ extension Model {
     package func markSaved(resettingChanges: Bool) {
         if resettingChanges { resetChanges() }
         storage.metadata.state = .loaded
+        // What a file's `tracking` member says of the model changed: a store saves it again.
+        storage.context?.noteTrackingChanged(modelId)
     }
 }
 
@@ -76,9 +78,27 @@ extension ModelContext {
 /// `tracking` member), and loading or merging puts them back. ModelKit does not read the strings.
 package final class ModelMetadataTable {
     /// The string kept for each model.
-    package var values: [ModelID: String] = [:]
+    package private(set) var values: [ModelID: String] = [:]
+    /// The context whose table this is, told of each change so that a ``ModelStore`` saves it.
+    weak var context: ModelContext?
 
     package init() {}
+
+    /// The string kept for the model with `id`; setting it marks the model's tracking as changed
+    /// in the context (see ``ModelContext/noteTrackingChanged(_:)``).
+    package subscript(id: ModelID) -> String? {
+        get { values[id] }
+        set {
+            guard values[id] != newValue else { return }
+            values[id] = newValue
+            context?.noteTrackingChanged(id)
+        }
+    }
+
+    /// Sets a value as a load puts it back: no change to save.
+    func restore(_ value: String?, for id: ModelID) {
+        values[id] = value
+    }
 }
 
 extension ModelContext {
@@ -90,7 +110,25 @@ extension ModelContext {
     package func metadataTable(_ namespace: String) -> ModelMetadataTable {
         if let table = metadataTables[namespace] { return table }
         let table = ModelMetadataTable()
+        table.context = self
         metadataTables[namespace] = table
         return table
+    }
+}
+
+extension ModelContext {
+    /// Records that what the `tracking` member says of the model with `id` changed (a server
+    /// version, or the model's state after a push), without counting as a change of the model:
+    /// ``changes`` and ``hasChanges`` do not show it, a ``ModelStore``'s save writes it.
+    func noteTrackingChanged(_ id: ModelID) {
+        withRegistry { registry in
+            guard registry.models[id] != nil else { return }
+            registry.log.tracked.insert(id)
+        }
+    }
+
+    /// The models whose tracking changed since the last ``resetChanges()``, still in the context.
+    var trackingChanged: Set<ModelID> {
+        withRegistry { $0.log.tracked }
     }
 }

@@ -77,7 +77,7 @@ struct TrackingMember {
     func apply(to context: ModelContext, loaded: (ModelID) -> Bool) {
         for (namespace, values) in metadata {
             let table = context.metadataTable(namespace)
-            for (id, value) in values where loaded(id) { table.values[id] = value }
+            for (id, value) in values where loaded(id) { table.restore(value, for: id) }
         }
         for id in new where loaded(id) { context.model(withId: id)?.restoreAsNew() }
         for (id, oldValues) in changed where loaded(id) {

@@ -81,8 +81,9 @@ extension ModelStore {
     /// Encodes the changes so far as a save record.
     func pendingSave() throws -> PendingSave? {
         let changes = context.changes
-        guard !changes.isEmpty else { return nil }
-        let changed = changes.inserted.union(changes.updated).sorted()
+        let tracked = context.trackingChanged
+        guard !changes.isEmpty || !tracked.isEmpty else { return nil }
+        let changed = changes.inserted.union(changes.updated).union(tracked).sorted()
         let removed = changes.removed.sorted()
         let payload = try SaveRecord.payload(
             models: changed.compactMap { context.model(withId: $0) }, removed: removed, context: context,

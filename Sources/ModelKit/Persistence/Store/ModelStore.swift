@@ -158,10 +158,12 @@ public final class ModelStore {
     /// and after each save, true after any insertion, change or removal.
     ///
     /// Unlike ``ModelContext/hasChanges`` after ``ModelContext/load(from:options:isolation:)``
-    /// (where the loaded models count as inserted), opening a store leaves nothing to save.
+    /// (where the loaded models count as inserted), opening a store leaves nothing to save. It
+    /// is also true when only what a backend keeps about a model changed (its server version,
+    /// or its state after a push), which ``ModelContext/hasChanges`` does not count.
     ///
     /// - Complexity: O(1).
-    public var needsSaving: Bool { context.hasChanges }
+    public var needsSaving: Bool { context.hasChanges || !context.trackingChanged.isEmpty }
 
     /// Sizes and counts; see ``Statistics``.
     public var statistics: Statistics {
