@@ -116,9 +116,19 @@ final class JournalFile {
     }
 
     /// Flushes the file's data (and its size) to disk.
+    ///
+    /// Why `fdatasync` on Linux: it flushes the data and what is needed to read it back (the
+    /// size of an appended file) but not the modification time, one metadata write fewer per
+    /// save; SQLite flushes its WAL the same way.
     func sync() throws {
         syncs += 1
-        try Posix.sync(descriptor, path: path)
+        #if os(Linux)
+            while fdatasync(descriptor) != 0 {
+                if errno != EINTR { throw PersistenceError(errorNumber: errno, operation: "fdatasync", path: path) }
+            }
+        #else
+            try Posix.sync(descriptor, path: path)
+        #endif
     }
 
     private func error(_ call: String) -> PersistenceError {
