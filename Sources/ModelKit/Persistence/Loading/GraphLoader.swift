@@ -525,9 +525,15 @@ final class GraphLoader {
         if !wasInContext[index], fillDirectly(unmanaged, at: index) { return }
         let properties: M.Properties
         do {
-            properties =
-                header.properties == Header.noProperties
-                ? M.Properties() : try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
+            if wasInContext[index], let filled = filledProperties(of: M.self, at: index) {
+                // An update (a merge, a store's journal): the plan reads the values as it reads a
+                // new model's, into fresh defaults, and the commit replaces the model's values.
+                properties = filled
+            } else {
+                properties =
+                    header.properties == Header.noProperties
+                    ? M.Properties() : try source.decodeProperties(of: M.self, handle: header.properties, loader: self)
+            }
         } catch let error as SerializationError {
             throw error.located(modelIndex: index, modelName: header.name)
         } catch let error as DecodingError {
@@ -575,6 +581,20 @@ final class GraphLoader {
             }) ?? false
         if filled { Self.stamp(box, header, joining: isContextFree(M.self) ? nil : unownedContext) }
         return filled
+    }
+
+    /// The values of the model at `index` read with its type's direct plan into a type's
+    /// defaults, for a model already in the context; `nil` when the plan cannot read them.
+    func filledProperties<M: Model>(of type: M.Type, at index: Int) -> M.Properties? {
+        guard let plan = plan(for: M.self) else { return nil }
+        var values = M.Properties()
+        let handle = headers[index].properties
+        if handle == Header.noProperties { return values }
+        let filled =
+            (try? withUnsafeMutablePointer(to: &values) {
+                try source.fillProperties(plan, at: UnsafeMutableRawPointer($0), handle: handle, loader: self)
+            }) ?? false
+        return filled ? values : nil
     }
 
     /// Fills in a new model's storage: its values, identity and membership.
