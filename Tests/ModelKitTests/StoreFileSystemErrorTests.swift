@@ -16,8 +16,9 @@ struct StoreFileSystemErrorTests {
     ///                     `retry`, the 20,000 notes removed and a note "after" saved instead
     ///     many N          N notes of 100 characters, saved
     ///     compact TEXT    a note with TEXT, then compact(); needsSaving
-    ///     hide            a save of "one"; then `mount -o remount,ro DIR` (its exit status) and
-    ///                     a read-only bind mount over DIR; a save of "two"; compact(); needsSaving
+    ///     hide            a save of "one"; the exit statuses of `mount -o remount,ro DIR` and of
+    ///                     a read-only bind mount over DIR; a save of "two"; a note "three" and
+    ///                     compact(); needsSaving
     ///     check           the number of notes and the texts of the short ones, sorted
     ///     base            check, of the base file alone loaded by a context (the store not opened)
     static let program = """

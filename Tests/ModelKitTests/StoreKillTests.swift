@@ -40,7 +40,7 @@ struct StoreKillTests {
         var completed = 0
         var errors: [String] = []
 
-        /// Reads the whole lines of `text`; a line cut short by the kill is not one.
+        /// Reads one whole line of the child's (a line cut short by the kill never gets here).
         mutating func read(_ line: Substring) {
             let words = line.split(separator: " ")
             guard let kind = words.first, words.count >= 2, let sequence = Int(words[1]) else {
