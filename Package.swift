@@ -29,6 +29,12 @@ let package = Package(
             dependencies: ["ModelKit", "ModelKitTestSupport"],
             path: "Tests/PersistenceWriterChild"
         ),
+        // Saves random changes to a store, over and over, until the store's kill test kills it.
+        .executableTarget(
+            name: "StoreKillChild",
+            dependencies: ["ModelKit", "ModelKitTestSupport"],
+            path: "Tests/StoreKillChild"
+        ),
         // Reads through a service against a hostile server, its peak memory measured alone.
         .executableTarget(
             name: "ServiceClientChild",
@@ -37,7 +43,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ModelKitTests",
-            dependencies: ["ModelKit", "ModelKitTestSupport", "PersistenceWriterChild"],
+            dependencies: ["ModelKit", "ModelKitTestSupport", "PersistenceWriterChild", "StoreKillChild"],
             resources: [.copy("Fixtures")]
         ),
         // Runs against a real Kinto server that the tests start with Scripts/kinto-server.

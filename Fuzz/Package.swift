@@ -21,6 +21,7 @@ let package = Package(
         .executableTarget(name: "FuzzLoadXML", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzModelDecoders", dependencies: ["FuzzSupport"]),
         .executableTarget(name: "FuzzWriteGraphs", dependencies: ["FuzzSupport"]),
+        .executableTarget(name: "FuzzOpenStore", dependencies: ["FuzzSupport"]),
         // Writes the seed corpus from the fuzz models (run without sanitizers).
         .executableTarget(name: "FuzzSeeds", dependencies: ["FuzzSupport"]),
     ],

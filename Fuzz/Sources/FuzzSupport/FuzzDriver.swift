@@ -22,6 +22,8 @@ public enum FuzzDriver {
         case decode
         /// ``FuzzGraphRecipe/check(_:)``: the writers, on graphs the input describes.
         case writeGraphs
+        /// ``FuzzStore/check(_:)``: a store opened on the input as its journal.
+        case openStore
     }
 
     /// Set once by `run`, before libFuzzer calls `testOneInput` from its one thread.
@@ -44,6 +46,7 @@ public func fuzzOne(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .load: FuzzCheck.load(data)
     case .decode: FuzzCheck.decode(data)
     case .writeGraphs: FuzzGraphRecipe.check(data)
+    case .openStore: FuzzStore.check(data)
     }
     return 0
 }
