@@ -45,6 +45,10 @@ final class GraphStreamWriter {
     /// Whether references are resolved and their targets written too (a graph); otherwise each
     /// is written as the pointer its id makes (one model's values).
     @exclusivity(unchecked) var followsReferences = true
+    /// When writing a store's save record: the store's context. A reference to one of its models
+    /// that is not among those written is written as a pointer, and its target is not followed
+    /// (the store has it already), so the record holds what changed and nothing more.
+    @exclusivity(unchecked) var boundary: ModelContext?
     /// Open containers inside the current model's properties, innermost last (true: object).
     @exclusivity(unchecked) private var open: [Bool] = []
     /// Where a container was used out of nesting order, if one was.
@@ -251,6 +255,7 @@ final class GraphStreamWriter {
         target.ownerContext = source.ownerContext
         target.ownerHeld = source.ownerHeld
         target.followsReferences = source.followsReferences
+        target.boundary = source.boundary
         target.sawReference = target.sawReference || source.sawReference
     }
 
@@ -276,15 +281,23 @@ final class GraphStreamWriter {
     func pointerValue<M: Model>(to model: M) throws -> ModelValue {
         sawReference = true
         let metadata = model.storage.metadata
-        try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        if !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
         return ModelValue.pointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
     func pointer<M: Model>(to model: M) throws {
         let metadata = model.storage.metadata
-        try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        if !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
         writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
+    }
+
+    /// Whether `model` belongs to the ``boundary`` context, so that a pointer to it is written
+    /// without writing the model.
+    @inline(__always)
+    private func isBeyondBoundary<M: Model>(_ model: M) -> Bool {
+        guard let boundary else { return false }
+        return model.storage.lookupContext === boundary
     }
 
     /// Writes the pointer for the reference at `reference` if its target is already queued;

@@ -7,6 +7,10 @@ enum Persistence {
         case context(ModelContext)
         /// Models and what they reach; with `tracking`, the `tracking` member too (snapshots).
         case models([any Model], tracking: Bool = false)
+        /// The models of `context` that changed, with their `tracking` member: a store's save
+        /// record. References to the context's other models are written as pointers and not
+        /// followed (see ``GraphStreamWriter/boundary``).
+        case changes([any Model], in: ModelContext)
 
         init(_ models: [any Model], tracking: Bool = false) {
             self = .models(models, tracking: tracking)
@@ -19,8 +23,11 @@ enum Persistence {
         @discardableResult
         func write(with writer: GraphStreamWriter) throws -> Int {
             switch self {
-            case .context(let context): try writer.writeDocument(context: context)
-            case .models(let models, let tracking): try writer.writeDocument(roots: models, tracking: tracking)
+            case .context(let context): return try writer.writeDocument(context: context)
+            case .models(let models, let tracking): return try writer.writeDocument(roots: models, tracking: tracking)
+            case .changes(let models, let context):
+                writer.boundary = context
+                return try writer.writeDocument(roots: models, tracking: true)
             }
         }
     }

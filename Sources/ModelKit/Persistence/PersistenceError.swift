@@ -36,14 +36,20 @@ public struct PersistenceError: Error, CustomStringConvertible, Sendable {
     public let expected: String
     /// What it found instead.
     public let found: String
+    /// The byte offset in the file where the damage is, for ``Code/damagedJournal``.
+    public let offset: Int?
 
-    init(_ code: Code, path: String, operation: String, errorNumber: Int32? = nil, expected: String, found: String) {
+    init(
+        _ code: Code, path: String, operation: String, errorNumber: Int32? = nil, expected: String, found: String,
+        offset: Int? = nil
+    ) {
         self.code = code
         self.path = path
         self.operation = operation
         self.errorNumber = errorNumber
         self.expected = expected
         self.found = found
+        self.offset = offset
     }
 
     /// The error of a failed system call, from its `errno`.
@@ -64,11 +70,12 @@ public struct PersistenceError: Error, CustomStringConvertible, Sendable {
     func at(path: String) -> PersistenceError {
         guard self.path.isEmpty else { return self }
         return PersistenceError(
-            code, path: path, operation: operation, errorNumber: errorNumber, expected: expected, found: found)
+            code, path: path, operation: operation, errorNumber: errorNumber, expected: expected, found: found,
+            offset: offset)
     }
 
     public var description: String {
-        let place = path.isEmpty ? "" : "\(path): "
+        let place = path.isEmpty ? "" : offset.map { "\(path) at byte \($0): " } ?? "\(path): "
         return "\(place)\(operation) failed: expected \(expected) but found \(found). [\(code)]"
     }
 
@@ -92,6 +99,15 @@ public struct PersistenceError: Error, CustomStringConvertible, Sendable {
         public static let notARegularFile = Code("notARegularFile")
         /// The URL is not a `file:` URL (ModelKit reads and writes local files only).
         public static let notAFileURL = Code("notAFileURL")
+        /// Another ``ModelStore`` (in this process or another) has the store open for writing:
+        /// a store has one writer at a time. Readers of the base file alone are not affected.
+        public static let storeLocked = Code("storeLocked")
+        /// A store's journal has a damaged record before its last one, or is not a journal;
+        /// ``PersistenceError/offset`` says where. Open with
+        /// ``ModelStore/Options/Recovery/savesBeforeDamage`` to keep every save before it.
+        public static let damagedJournal = Code("damagedJournal")
+        /// The ``ModelStore`` was closed: it saves no more.
+        public static let storeClosed = Code("storeClosed")
         /// Any other failure of a system call; ``PersistenceError/errorNumber`` says which.
         public static let systemFailure = Code("systemFailure")
     }
