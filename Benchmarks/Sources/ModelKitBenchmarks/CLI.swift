@@ -74,8 +74,8 @@ enum CLI {
                            posts on Linux, 100000 elsewhere (--subjects picks one of them)
           --subjects NAME,...
                            run only these subjects of write-json, load-json, write-plist,
-                           load-plist and service-* (for example ModelKit, to re-measure
-                           it alone)
+                           load-plist, store-* and service-* (for example ModelKit, to
+                           re-measure it alone)
           --verbose        also print every run's time (to standard error)
           -h, --help       print this help
 
@@ -84,6 +84,9 @@ enum CLI {
         start a Kinto server with Scripts/kinto-server (Python 3.10+, PyPI on the first run) and
         take minutes; their n is the number of models (records), their default runs 3.
         service-query inserts n records first (100000: about 3 minutes) and queries 1% of them.
+        The store-* benchmarks (issue #31) share one blog per size, built once, in a ModelStore and
+        in SQLite through GRDB; the issue's numbers are at a million posts:
+          --filter store --sizes 1M
         The ratio column is peer seconds / ModelKit seconds: above 1 means ModelKit is faster.
         graph-memory reports bytes instead of seconds (also in the JSON report's "seconds"), and
         the query benchmarks report each condition at two selectivities ("selectivity" in JSON).
