@@ -183,3 +183,35 @@ struct ModelStoreDamageTests {
         }
     }
 }
+
+@Suite("Model store: whole records that do not load")
+struct ModelStoreUndecodableRecordTests {
+    @Test("a whole record that does not load names the record and journal offsets, and recovery keeps the saves before it")
+    func undecodableRecord() throws {
+        try withStore { url, options in
+            let (journal, starts, states) = try ModelStoreDamageTests.threeSaves(at: url, options: options)
+            // Make the second record's model name one that is not registered, and seal it again.
+            let frameEnd = starts[1] + 24
+            let payload = journal.subdata(in: frameEnd..<starts[2])
+            let text = String(decoding: payload, as: UTF8.self)
+            let renamed = Data(text.replacingOccurrences(of: "\"Post\"", with: "\"Gone\"").utf8)
+            #expect(renamed.count == payload.count && renamed != payload)
+            var frame = Array(journal.subdata(in: starts[1]..<starts[1] + 16))
+            frame += withUnsafeBytes(of: renamed.withUnsafeBytes { CRC32C.checksum($0) }.littleEndian) { Array($0) }
+            frame += withUnsafeBytes(of: frame.withUnsafeBytes { CRC32C.checksum($0) }.littleEndian) { Array($0) }
+            var sealed = journal
+            sealed.replaceSubrange(starts[1]..<frameEnd, with: frame)
+            sealed.replaceSubrange(frameEnd..<starts[2], with: renamed)
+
+            let error = #expect(throws: SerializationError.self) {
+                try ModelStoreDamageTests.open(url, journal: sealed, options: options)
+            }
+            #expect(error?.code == .unknownModel || error?.code == .modelTypeConflict)
+            #expect(error?.path.hasPrefix("journal record at byte \(starts[1])") == true)
+            var recovering = options
+            recovering.recovery = .savesBeforeDamage
+            let store = try ModelStoreDamageTests.open(url, journal: sealed, options: recovering)
+            #expect(blogSummary(store.context) == states[1])
+        }
+    }
+}

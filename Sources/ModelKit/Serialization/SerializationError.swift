@@ -58,6 +58,15 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
             found: found)
     }
 
+    /// The error of a store's journal record at `record` whose document starts at `document`:
+    /// the path names the record, and the byte offset counts from the journal's start.
+    func inJournalRecord(at record: Int, documentAt document: Int) -> SerializationError {
+        SerializationError(
+            code, modelIndex: modelIndex, modelName: modelName,
+            path: "journal record at byte \(record)" + (path.isEmpty ? "" : ", " + path),
+            byteOffset: byteOffset.map { document + $0 }, expected: expected, found: found)
+    }
+
     /// The error without its byte offset: for input read through a conversion, whose offsets
     /// are not the file's.
     func withoutByteOffset() -> SerializationError {

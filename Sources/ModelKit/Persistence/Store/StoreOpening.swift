@@ -97,7 +97,16 @@ struct StoreOpening {
         case .valid(let frame, let payload):
             var options = options.deserialization
             options.danglingPointers = .placeholder
-            try apply(frame, payload, at: offset, to: context, options: options, isolation: isolation)
+            do {
+                try apply(frame, payload, at: offset, to: context, options: options, isolation: isolation)
+            } catch is SerializationError where self.options.recovery == .savesBeforeDamage {
+                // A whole record that does not load (a model type no longer registered, say):
+                // recovery keeps it aside with the rest, as for damage. The load changed nothing.
+                try keepDamagedPart(from: offset)
+                try journal.truncate(to: offset)
+                try journal.sync()
+                return nil
+            }
             return offset + JournalFormat.frameSize + frame.length
         case .invalid(let found):
             if let next = try nextValidFrame(after: offset) {
@@ -152,7 +161,13 @@ struct StoreOpening {
             throw damage(at: offset, expected: "a save record", found: error.found)
         }
         if !record.document.isEmpty {
-            try context.load(record.document, options: options, isolation: isolation)
+            do {
+                try context.load(record.document, options: options, isolation: isolation)
+            } catch let error as SerializationError {
+                // Said in the journal's terms: where the record is, and offsets in the journal.
+                let document = offset + JournalFormat.frameSize + payload.count - record.document.count
+                throw error.inJournalRecord(at: offset, documentAt: document)
+            }
         }
         for id in record.removed {
             context.model(withId: id)?.removeFromContext()
