@@ -97,9 +97,6 @@ public final class ModelStore {
     var baseBytes: Int
     var compactions = 0
     var isClosed = false
-    /// Asynchronous saves and compactions waiting for the one in progress (see `ModelStore+Async`).
-    var waiting: [CheckedContinuation<Void, Never>] = []
-    var isBusy = false
 
     /// Opens the store at `url`, or creates it when there is neither a base nor a journal there.
     ///
