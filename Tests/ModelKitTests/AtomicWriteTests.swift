@@ -12,12 +12,16 @@ import Testing
 @Suite("Atomic writes")
 struct AtomicWriteTests {
     /// The writer child, built next to the test bundle because the test target depends on it.
-    static var childExecutable: URL? {
+    static var childExecutable: URL? { builtExecutable(named: "PersistenceWriterChild") }
+
+    /// An executable of this package, built next to the test bundle because the test target
+    /// depends on it.
+    static func builtExecutable(named name: String) -> URL? {
         let candidates = [
             Bundle.module.bundleURL.deletingLastPathComponent(),
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
         ]
-        return candidates.map { $0.appendingPathComponent("PersistenceWriterChild") }
+        return candidates.map { $0.appendingPathComponent(name) }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 

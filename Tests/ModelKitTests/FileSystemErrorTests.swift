@@ -46,7 +46,7 @@ struct FileSystemErrorTests {
 
     /// Builds the program and runs `script` in a new mount namespace (as root, or as the mapped
     /// root of a new user namespace), with `$PROGRAM` and `$DIR` set.
-    static func run(_ script: String) throws -> SnippetCompiler.Outcome {
+    static func run(_ script: String, program: String = program) throws -> SnippetCompiler.Outcome {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-fs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -111,13 +111,7 @@ struct StoreFileSystemErrorTests {
     /// Builds the program and runs `script` in a new mount namespace, with `$PROGRAM` and `$DIR`
     /// set; returns its output.
     static func run(_ script: String) throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-fs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let outcome = try SnippetCompiler().build(andRun: program) { program in
-            let shell = "export PROGRAM='\(program.path)' DIR='\(folder.path)'; set -e; \(script)"
-            return (URL(fileURLWithPath: "/usr/bin/unshare"), ["--map-root-user", "--mount", "sh", "-c", shell])
-        }
+        let outcome = try FileSystemErrorTests.run("set -e; " + script, program: program)
         #expect(outcome.compiled, "did not compile:\n\(outcome.diagnostics)")
         #expect(outcome.status == 0, "\(outcome.output)")
         return outcome.output

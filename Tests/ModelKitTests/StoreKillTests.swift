@@ -14,14 +14,7 @@ import Testing
 @Suite("Model store: killed writers")
 struct StoreKillTests {
     /// The child, built next to the test bundle because the test target depends on it.
-    static var childExecutable: URL? {
-        let candidates = [
-            Bundle.module.bundleURL.deletingLastPathComponent(),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-        ]
-        return candidates.map { $0.appendingPathComponent("StoreKillChild") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static var childExecutable: URL? { AtomicWriteTests.builtExecutable(named: "StoreKillChild") }
 
     /// A state of the store as the child reported it: its save number and digest.
     struct State: Equatable, CustomStringConvertible {
