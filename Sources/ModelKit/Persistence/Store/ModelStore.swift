@@ -163,6 +163,12 @@ public final class ModelStore {
     public var needsSaving: Bool { context.hasChanges || !context.trackingChanged.isEmpty }
 
     /// Sizes and counts; see ``Statistics``.
+    ///
+    /// ```swift
+    /// print(store.statistics.journalBytes)   // 16 right after a compaction
+    /// ```
+    ///
+    /// - Complexity: O(1); waits for a save being written on the journal's queue.
     public var statistics: Statistics {
         let journal = writer.state
         return Statistics(
