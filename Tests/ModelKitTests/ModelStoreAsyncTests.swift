@@ -146,6 +146,15 @@ struct ModelStoreAsyncTests {
                     seen.append("wrote \(progress.completedUnitCount)/\(progress.totalUnitCount)")
                     let before = try Data(contentsOf: file)
                     Post.instance(in: context).title = "One more"
+                    // A Progress cancelled (by a view's cancel button) stops the write, as the task's
+                    // cancellation does.
+                    let cancelled = Progress(totalUnitCount: 0)
+                    cancelled.cancel()
+                    do {
+                        try await context.write(to: file, progress: cancelled)
+                    } catch is CancellationError {
+                        seen.append("progress cancelled, file kept: \(try Data(contentsOf: file) == before)")
+                    }
                     withUnsafeCurrentTask { $0?.cancel() }
                     do {
                         try await context.write(to: file, progress: nil)
@@ -157,7 +166,7 @@ struct ModelStoreAsyncTests {
                 }
                 return seen
             }.value
-            #expect(outcome == ["wrote 9000/9000", "cancelled, file kept: true"])
+            #expect(outcome == ["wrote 9000/9000", "progress cancelled, file kept: true", "cancelled, file kept: true"])
             let loaded = ModelContext()
             let progress = Progress(totalUnitCount: 0)
             try await loaded.load(from: file, progress: progress)

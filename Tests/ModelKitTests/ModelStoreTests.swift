@@ -253,3 +253,33 @@ struct ModelStoreTrackingTests {
         }
     }
 }
+
+@Suite("Model store: models outside the store")
+struct ModelStoreForeignModelTests {
+    @Test("a save that reaches a model of another context fails with foreignReference and keeps its changes")
+    func foreignReference() throws {
+        try withStore { url, options in
+            let store = try ModelStore(url: url, options: options)
+            let author = Author.instance(in: store.context)
+            author.name = "Ann"
+            let elsewhere = ModelContext()
+            let stray = Post.instance(in: elsewhere)
+            stray.title = "made in the wrong context"
+            author.posts.append(stray)
+            let error = #expect(throws: SerializationError.self) { try store.save() }
+            #expect(error?.code == .foreignReference)
+            #expect(error.map { "\($0)" }?.contains("another context") == true)
+            #expect(store.needsSaving)
+            #expect(store.statistics.saves == 0)
+            // Made where it belongs, the same graph saves.
+            author.posts.removeAll()
+            let post = Post.instance(in: store.context)
+            post.title = "made in the store's context"
+            author.posts.append(post)
+            try store.save()
+            store.close()
+            let reopened = try ModelStore(url: url, options: options)
+            #expect(blogSummary(reopened.context) == ["Ann": ["made in the store's context"]])
+        }
+    }
+}

@@ -131,6 +131,11 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
         /// ``SerializationError/path`` is `properties.<key>`; ``SerializationError/found`` names
         /// the key and the model's id.
         public static let unknownKey = Code("unknownKey")
+        /// A model a ``ModelStore`` saves refers to a model that is not in the store's context
+        /// (it is in another context, or in none). The store could not follow that model's later
+        /// changes, so the save refuses it: make it with `instance(in: store.context)`, or insert
+        /// it there. ``SerializationError/found`` names the model.
+        public static let foreignReference = Code("foreignReference")
     }
 
     /// The nesting depth beyond which encoding and decoding stop with ``Code/nestingTooDeep``.

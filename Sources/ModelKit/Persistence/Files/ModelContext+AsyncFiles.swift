@@ -32,7 +32,7 @@ extension ModelContext {
     ) async throws {
         let data = try await onFileThread { try Persistence.contents(of: url) }
         progress?.totalUnitCount = Int64(data.count)
-        try Task.checkCancellation()
+        try checkCancellation(progress)
         try load(data, options: options, isolation: isolation)
         progress?.completedUnitCount = Int64(data.count)
     }

@@ -42,7 +42,7 @@ extension ModelStore {
             let base = try opening.readBase()
             return (opening, base)
         }
-        try Task.checkCancellation()
+        try checkCancellation(progress)
         progress?.totalUnitCount = Int64(opening.baseBytes + max(opening.size, JournalFormat.headerSize))
         var loading = opening
         let context = ModelContext(isolation: isolation)
@@ -52,7 +52,7 @@ extension ModelStore {
         while true {
             // Checked before a record is applied: the only write to the journal (cutting off a
             // torn save) comes after the last one.
-            try Task.checkCancellation()
+            try checkCancellation(progress)
             guard let next = try loading.applyRecord(at: offset, to: context, isolation: isolation) else { break }
             offset = next
             progress?.completedUnitCount = Int64(loading.baseBytes + offset)
@@ -90,7 +90,7 @@ extension ModelStore {
         context.resetChanges()
         let writer = writer
         do {
-            try Task.checkCancellation()
+            try checkCancellation(progress)
             try await writer.append(pending.record)
         } catch {
             context.markUnsaved(changed: pending.changed, removed: pending.removed)
@@ -116,6 +116,7 @@ extension ModelStore {
     /// - Complexity: O(n) in the size of the graph.
     public func compact(progress: Progress? = nil, isolation: isolated (any Actor)? = #isolation) async throws {
         try checkOpen("compact")
+        try checkCancellation(progress)
         try await save(isolation: isolation)
         try await compactBase(progress: progress, isolation: isolation)
     }

@@ -284,23 +284,30 @@ final class GraphStreamWriter {
     func pointerValue<M: Model>(to model: M) throws -> ModelValue {
         sawReference = true
         let metadata = model.storage.metadata
-        if !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
+        if try !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
         return ModelValue.pointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
     func pointer<M: Model>(to model: M) throws {
         let metadata = model.storage.metadata
-        if !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
+        if try !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
         writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Whether `model` belongs to the ``boundary`` context, so that a pointer to it is written
     /// without writing the model.
+    ///
+    /// - Throws: ``SerializationError/Code/foreignReference`` for a model outside the boundary
+    ///   context: a store's record would hold it once, and the store would never see its later
+    ///   changes.
     @inline(__always)
-    private func isBeyondBoundary<M: Model>(_ model: M) -> Bool {
+    private func isBeyondBoundary<M: Model>(_ model: M) throws -> Bool {
         guard let boundary else { return false }
-        return model.storage.lookupContext === boundary
+        if model.storage.lookupContext === boundary { return true }
+        throw SerializationError(
+            .foreignReference, path: "properties", expected: "a reference to a model of the store's context",
+            found: "a reference to \(M.modelName) \(model.modelId), which is \(model.modelContext == nil ? "in no context" : "in another context")")
     }
 
     /// Writes the pointer for the reference at `reference` if its target is already queued;
