@@ -353,8 +353,10 @@ func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws ->
     try data.withUnsafeBytes { raw in
         let bytes = raw.bindMemory(to: UInt8.self)
         let start = try checkDocumentStart(bytes)
-        if BinaryPlistDocument.isBinaryPlist(bytes) { return try body(BinaryPlistSource(bytes: bytes)) }
-        if start < bytes.count, bytes[start] == UInt8(ascii: "<") {
+        switch PersistenceFormat.detected(in: bytes, start: start) {
+        case .binaryPropertyList:
+            return try body(BinaryPlistSource(bytes: bytes))
+        case .xmlPropertyList:
             // XML property lists go through Foundation, then through the binary reader. Offsets
             // in that binary form say nothing about the XML text (Foundation lays it out anew for
             // each conversion), so errors keep their model index and path only.
@@ -364,8 +366,27 @@ func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws ->
             } catch let error as SerializationError {
                 throw error.withoutByteOffset()
             }
+        case .json:
+            return try body(JSONSource(bytes: bytes))
         }
-        return try body(JSONSource(bytes: bytes))
+    }
+}
+
+extension PersistenceFormat {
+    /// The format of a document whose first character is at `start` (as ``checkDocumentStart(_:)``
+    /// returns it): what ``withModelSource(for:_:)`` reads it as.
+    static func detected(in bytes: UnsafeBufferPointer<UInt8>, start: Int) -> PersistenceFormat {
+        if BinaryPlistDocument.isBinaryPlist(bytes) { return .binaryPropertyList }
+        if start < bytes.count, bytes[start] == UInt8(ascii: "<") { return .xmlPropertyList }
+        return .json
+    }
+
+    /// The format of a document's bytes, as a load reads them.
+    static func detected(in data: Data) -> PersistenceFormat {
+        data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            return detected(in: bytes, start: (try? checkDocumentStart(bytes)) ?? 0)
+        }
     }
 }
 

@@ -52,16 +52,7 @@ struct StoreOpening {
             return options.format
         }
         try context.load(data, options: options.deserialization, isolation: isolation)
-        return Self.format(of: data)
-    }
-
-    /// The format of a file's bytes (as the loader reads it: binary plists start with `bplist`,
-    /// XML ones with `<`, anything else is JSON).
-    static func format(of data: Data) -> PersistenceFormat {
-        if data.starts(with: Array("bplist".utf8)) { return .binaryPropertyList }
-        let blanks: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF]
-        if data.first(where: { !blanks.contains($0) }) == UInt8(ascii: "<") { return .xmlPropertyList }
-        return .json
+        return PersistenceFormat.detected(in: data)
     }
 
     /// The journal's size when the store was opened.
