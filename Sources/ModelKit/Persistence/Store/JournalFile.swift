@@ -136,5 +136,8 @@ final class JournalFile {
     }
 }
 
-// A journal is used by one store, whose writer queue orders every use after opening.
+// Unchecked: `descriptor` and `syncs` are mutable, but a journal is used by one thread at a time.
+// While a store opens, only the opening uses it (the asynchronous open makes it on a file thread
+// and hands it over once that thread is done with it); afterwards every use goes through the
+// store's `JournalWriter`, on its serial queue.
 extension JournalFile: @unchecked Sendable {}

@@ -35,8 +35,7 @@ extension ModelStore {
         url: URL, options: Options = Options(), progress: Progress? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async throws -> ModelStore {
-        let file = try AtomicFile.fileURL(url, operation: "open a store").standardizedFileURL
-        let journalPath = file.path + "-journal"
+        let (file, journalPath) = try files(at: url)
         let (opening, base) = try await onFileThread {
             var opening = try StoreOpening(journal: JournalFile(path: journalPath), base: file, options: options)
             let base = try opening.readBase()
@@ -97,7 +96,7 @@ extension ModelStore {
             throw error
         }
         progress?.completedUnitCount = 1
-        if needsCompaction { try? await compactBase(progress: nil, isolation: isolation) }
+        if needsCompaction { try? compactBase(progress: nil) }
     }
 
     /// Compacts the store, as ``compact()`` does, reporting the models written to `progress` and
@@ -118,18 +117,14 @@ extension ModelStore {
         try checkOpen("compact")
         try checkCancellation(progress)
         try await save(isolation: isolation)
-        try await compactBase(progress: progress, isolation: isolation)
+        try compactBase(progress: progress)
     }
 
     /// Rewrites the base with a progress and cancellation check every few thousand models.
-    func compactBase(progress: Progress?, isolation: isolated (any Actor)?) async throws {
+    func compactBase(progress: Progress?) throws {
         progress?.totalUnitCount = Int64(context.count)
         let report = WriteProgress(progress: progress)
-        try Persistence.write(.context(context), format: format, to: url, progress: report)
-        baseBytes = Self.size(of: url) ?? baseBytes
-        compactions += 1
-        let writer = writer
-        try await onFileThread { try writer.empty() }
+        try rewriteBase(progress: report)
         report.finish()
     }
 }

@@ -24,9 +24,7 @@ extension ModelStore {
     ///   when a model was inserted: see ``ModelContext/changes``), not in the size of the store.
     public func save() throws {
         try checkOpen("save")
-        guard let pending = try pendingSave() else { return }
-        try writer.append(pending.record)
-        context.resetChanges()
+        guard try appendChanges() else { return }
         if needsCompaction { try? rewriteBase() }
     }
 
@@ -48,10 +46,7 @@ extension ModelStore {
     /// - Complexity: O(n) in the size of the graph.
     public func compact() throws {
         try checkOpen("compact")
-        if let pending = try pendingSave() {
-            try writer.append(pending.record)
-            context.resetChanges()
-        }
+        try appendChanges()
         try rewriteBase()
     }
 
@@ -92,15 +87,26 @@ extension ModelStore {
         return PendingSave(record: record, changed: changed, removed: removed)
     }
 
+    /// Appends the changes so far as a record and resets the context's record of them; returns
+    /// whether there were any. After an error, nothing is appended and the changes are kept.
+    @discardableResult
+    func appendChanges() throws -> Bool {
+        guard let pending = try pendingSave() else { return false }
+        try writer.append(pending.record)
+        context.resetChanges()
+        return true
+    }
+
     /// Whether the journal has outgrown ``Options/compactionThreshold``.
     var needsCompaction: Bool {
         guard let threshold = options.compactionThreshold else { return false }
         return writer.state.end > max(Int(threshold * Double(baseBytes)), Self.minimumCompactedJournal)
     }
 
-    /// Writes the whole context as the new base, then empties the journal.
-    func rewriteBase() throws {
-        try Persistence.write(.context(context), format: format, to: url)
+    /// Writes the whole context as the new base (reporting to `progress`), then empties the
+    /// journal.
+    func rewriteBase(progress: WriteProgress? = nil) throws {
+        try Persistence.write(.context(context), format: format, to: url, progress: progress)
         baseBytes = Self.size(of: url) ?? baseBytes
         compactions += 1
         try writer.empty()

@@ -122,23 +122,28 @@ public final class ModelStore {
     ///   a torn last record.
     /// - Complexity: O(b + j) in the sizes of the base and the journal; memory for the journal is
     ///   that of its largest record.
-    public init(url: URL, options: Options = Options(), isolation: isolated (any Actor)? = #isolation) throws {
-        let file = try AtomicFile.fileURL(url, operation: "open a store").standardizedFileURL
-        self.url = file
-        self.options = options
-        journalURL = URL(fileURLWithPath: file.path + "-journal")
-        let journal = try JournalFile(path: journalURL.path)
-        context = ModelContext(isolation: isolation)
-        var opening = try StoreOpening(journal: journal, base: file, options: options)
-        format = try opening.loadBase(opening.readBase(), into: context, isolation: isolation)
-        baseBytes = opening.baseBytes
+    public convenience init(url: URL, options: Options = Options(), isolation: isolated (any Actor)? = #isolation)
+        throws
+    {
+        let (base, journal) = try Self.files(at: url)
+        let context = ModelContext(isolation: isolation)
+        var opening = try StoreOpening(journal: JournalFile(path: journal), base: base, options: options)
+        let format = try opening.loadBase(opening.readBase(), into: context, isolation: isolation)
         let end = try opening.replay(into: context, isolation: isolation)
-        writer = JournalWriter(file: journal, end: end, durability: options.durability)
         context.resetChanges()
+        self.init(url: base, options: options, opening: opening, end: end, context: context, format: format)
     }
 
-    /// A store whose base is loaded, and whose journal is to be replayed by the caller (the
-    /// asynchronous open).
+    /// The base file at `url` and the journal's path beside it.
+    ///
+    /// - Throws: ``PersistenceError/Code/notAFileURL`` for a URL that is not a file URL.
+    static func files(at url: URL) throws -> (base: URL, journal: String) {
+        let base = try AtomicFile.fileURL(url, operation: "open a store").standardizedFileURL
+        return (base, base.path + "-journal")
+    }
+
+    /// A store over files that `opening` has read: its base loaded into `context` and its
+    /// journal applied up to `end`.
     init(
         url: URL, options: Options, opening: StoreOpening, end: Int, context: ModelContext, format: PersistenceFormat
     ) {
