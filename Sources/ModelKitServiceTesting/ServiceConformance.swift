@@ -90,6 +90,9 @@ public struct ServiceConformance: Sendable {
             try await checker.run()
         } catch let failure as ConformanceFailure {
             throw failure
+        } catch let error as ServiceError {
+            // The code first: what a test (or a reader) looks for.
+            throw ConformanceFailure(check, expected: "no error", found: "\(error.code): \(error)")
         } catch {
             throw ConformanceFailure(check, expected: "no error", found: "\(error)")
         }

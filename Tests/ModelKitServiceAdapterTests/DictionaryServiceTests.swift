@@ -28,7 +28,7 @@ struct DictionaryServiceTests {
         }
         #expect(failure?.check == .saveAndFetch)
         #expect(failure?.description.hasPrefix("saveAndFetch: expected no error but found ") == true)
-        #expect(failure?.found.contains("notFound") == true || failure?.found.contains("expected a record") == true)
+        #expect(failure?.found.hasPrefix("notFound: expected a record on the server (ConformanceNote/") == true)
 
         let factory = await #expect(throws: ConformanceFailure.self) {
             try await ServiceConformance { throw ServiceError.unreachable("no such host") }.run(.delete)
