@@ -67,7 +67,8 @@ struct Checker {
         }
         try expect(newVersion != firstVersion, "a new version after an update", found: "the same, \(newVersion.rawValue)")
         let reread = try await service.read(first)
-        try expect(reread.fields["title"] == "uno" && reread.fields["stars"] == nil, "the fields replaced", found: "\(reread.fields)")
+        try expect(
+            reread.fields["title"] == "uno" && reread.fields["stars"] == nil, "the fields replaced", found: "\(reread.fields)")
 
         // A stale precondition fails, and the writes after a failure are not carried out.
         let third = RecordID(collection: collection, id: Self.unique())
@@ -81,7 +82,8 @@ struct Checker {
         try expect(conflict.code == .conflict, "a stale update to be a conflict", found: "\(conflict)")
         try expect(conflict.record == first, "the conflict to name \(first)", found: "\(String(describing: conflict.record))")
         let after = try await service.read(first)
-        try expect(after.version == newVersion && after.fields["title"] == "uno", "the record unchanged", found: "\(after.fields)")
+        try expect(
+            after.version == newVersion && after.fields["title"] == "uno", "the record unchanged", found: "\(after.fields)")
         if case .failed(let skipped) = refused[1] {
             // A backend that stops at the first failure says so for the rest.
             try expect(
@@ -103,7 +105,8 @@ struct Checker {
         try await service.save(note)
         let objectId = note.objectId ?? ""
         try expect(!objectId.isEmpty, "an object id after the save", found: "none")
-        try expect(note.modelState == .loaded && !note.hasChanges, "the model loaded without changes", found: "\(note.modelState)")
+        try expect(
+            note.modelState == .loaded && !note.hasChanges, "the model loaded without changes", found: "\(note.modelState)")
 
         let other = ModelContext()
         let copy = ConformanceNote.instance(objectId: objectId, in: other)
@@ -121,7 +124,9 @@ struct Checker {
         note.stars = 7
         try await service.save(note)
         try await service.fetch(copy)
-        try expect(copy.written == nil && copy.stars == 7, "the update fetched", found: "\(String(describing: copy.written)) \(copy.stars)")
+        try expect(
+            copy.written == nil && copy.stars == 7, "the update fetched",
+            found: "\(String(describing: copy.written)) \(copy.stars)")
     }
 
     func references() async throws {
@@ -210,7 +215,8 @@ struct Checker {
         }
         let id = RecordID(collection: ConformanceNote.modelName, id: objectId)
         try expect(error.record == id, "the error to name \(id)", found: "\(String(describing: error.record))")
-        try expect(missing.modelState == .needsData && context.count == 1, "the context unchanged", found: "\(missing.modelState)")
+        try expect(
+            missing.modelState == .needsData && context.count == 1, "the context unchanged", found: "\(missing.modelState)")
         _ = try await expectError(.notFound, "a read of a record that never existed") { () async throws(ServiceError) in
             _ = try await service.read(id)
         }

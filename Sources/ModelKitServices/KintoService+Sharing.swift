@@ -26,9 +26,26 @@ extension KintoService: SharingService {
         let body = try await permissionsBody(permissions, collection: false)
         let response = try await send("PATCH", path: recordPath(record), body: body.jsonData(), headers: headers)
         guard response.status == 200 else {
+            if response.status == 412, response.attempts > 1, let version = try await alreadySet(permissions, of: record) {
+                return version
+            }
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(record)
         }
         let answer = try Self.json(response.body, record: record)
+        return try Self.version(answer["data"]?["last_modified"], at: "data.last_modified", record: record)
+    }
+
+    /// For a change of permissions sent more than once and refused on its precondition: the
+    /// record's version when an earlier attempt made the change (its answer was lost), that is
+    /// when the record has exactly these permissions, this service's user among the writers as
+    /// Kinto adds them; else nil, and the refusal is a conflict.
+    private func alreadySet(_ permissions: Permissions, of record: RecordID) async throws(ServiceError) -> RemoteVersion? {
+        let response = try await send("GET", path: recordPath(record), body: nil)
+        guard response.status == 200 else { return nil }
+        let answer = try Self.json(response.body, record: record)
+        var expected = permissions
+        if let user { expected.write.insert(.user(user)) }
+        guard try await self.permissions(in: answer, record: record) == expected else { return nil }
         return try Self.version(answer["data"]?["last_modified"], at: "data.last_modified", record: record)
     }
 
@@ -132,7 +149,11 @@ extension KintoService: SharingService {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(record)
         }
-        let answer = try Self.json(response.body, record: record)
+        return try await permissions(in: Self.json(response.body, record: record), record: record)
+    }
+
+    /// The permissions in an answer of Kinto's (its `permissions` member).
+    private func permissions(in answer: ModelValue, record: RecordID) async throws(ServiceError) -> Permissions {
         guard case .object(let members)? = answer["permissions"] else {
             throw .invalidResponse(
                 at: "permissions", expected: "an object", found: Self.describe(answer["permissions"]), record: record)
@@ -141,7 +162,8 @@ extension KintoService: SharingService {
         var result = Permissions()
         for (name, value) in members {
             guard case .array(let items) = value else {
-                throw .invalidResponse(at: "permissions.\(name)", expected: "an array", found: Self.describe(value), record: record)
+                throw .invalidResponse(
+                    at: "permissions.\(name)", expected: "an array", found: Self.describe(value), record: record)
             }
             var principals = Set<Principal>()
             for (index, item) in items.enumerated() {

@@ -111,7 +111,12 @@ public protocol SharingService: ModelService {
     /// Removes members from the group (those not in it are ignored).
     func removeMembers(_ members: Set<Principal>, fromGroup name: String) async throws(ServiceError)
 
-    /// Deletes the group; the permissions given to it then give nothing.
+    /// Deletes the group; the permissions given to it then give nothing. A group that is not
+    /// there is not an error: the delete may have been done by an attempt whose answer was lost.
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/forbidden`` without `write` permission on
+    ///   the group, ``ServiceError/Code/invalidModel`` for a bad name, and the network and server
+    ///   errors.
     func deleteGroup(_ name: String) async throws(ServiceError)
 }
 

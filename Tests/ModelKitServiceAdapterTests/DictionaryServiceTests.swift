@@ -51,7 +51,8 @@ struct DictionaryServiceTests {
             (.invalidResponse(expected: "an integer at data.v", found: "\"x\"", record: id), .invalidResponse),
             (.invalidModel(expected: "an id", found: "' '", record: id), .invalidModel), (.notAttempted(id), .notAttempted),
             (.notSupported("password reset", record: id), .notSupported), (.notConfigured(record: id), .notConfigured),
-            (.invalidQuery("unknown key 'x'", record: id), .invalidQuery), (.queryTooBroad(maximum: 10, record: id), .queryTooBroad),
+            (.invalidQuery("unknown key 'x'", record: id), .invalidQuery),
+            (.queryTooBroad(maximum: 10, record: id), .queryTooBroad),
         ]
         for (error, code) in errors {
             #expect(error.code == code)
@@ -70,8 +71,9 @@ struct DictionaryServiceTests {
         #expect(ServiceError.serverError(statusCode: 502).statusCode == 502)
         #expect(ServiceError.httpStatus(400).statusCode == 400)
         #expect(ServiceError.notFound().statusCode == 404)
-        #expect(ServiceError.invalidResponse(expected: "an integer at data.v", found: "\"x\"").description
-            == "invalid response: expected an integer at data.v but found \"x\"")
+        #expect(
+            ServiceError.invalidResponse(expected: "an integer at data.v", found: "\"x\"").description
+                == "invalid response: expected an integer at data.v but found \"x\"")
         // naming(_:) adds a record to an error that has none, and keeps one it has.
         let other = RecordID(collection: "Note", id: "n2")
         #expect(ServiceError.unreachable("reset").naming(id).record == id)

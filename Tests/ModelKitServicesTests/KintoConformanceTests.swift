@@ -7,10 +7,12 @@ import Testing
 
 /// The conformance checks that any adapter runs (ModelKitServiceTesting), against KintoService on
 /// the real server: the same checks the dictionary adapter of ModelKitServiceAdapterTests passes.
-@Suite("KintoService passes the adapter conformance checks", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
+@Suite(
+    "KintoService passes the adapter conformance checks", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
 struct KintoConformanceTests {
     @Test("KintoService passes every conformance check", arguments: ServiceConformance.Check.allCases)
     func conformance(_ check: ServiceConformance.Check) async throws {
-        try await ServiceConformance { try await KintoServer.freshService(collections: ServiceConformance.collections) }.run(check)
+        try await ServiceConformance { try await KintoServer.freshService(collections: ServiceConformance.collections) }.run(
+            check)
     }
 }

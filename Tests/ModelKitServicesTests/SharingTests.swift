@@ -99,7 +99,9 @@ struct SharingTests {
         return access
     }
 
-    @Test("By default a saved model is its creator's alone: only the creator writes it, and others neither read, query nor delete it")
+    @Test(
+        "By default a saved model is its creator's alone: only the creator writes it, and others neither read, query nor delete it"
+    )
     func defaults() async throws {
         let team = try await Self.team()
         let context = ModelContext()
@@ -108,8 +110,10 @@ struct SharingTests {
 
         let permissions = try await team.alice.permissions(of: writer)
         #expect(permissions == Permissions(write: [.user(team.name(team.alice))]))
-        #expect(try await team.admin.permissions(of: Writer.self) == Permissions(
-            write: [.user(team.name(team.admin))], create: [.authenticated]))
+        #expect(
+            try await team.admin.permissions(of: Writer.self)
+                == Permissions(
+                    write: [.user(team.name(team.admin))], create: [.authenticated]))
 
         for other in [team.bob, team.carol] {
             #expect(try await Self.access(objectId, through: other, tryDelete: true) == Self.Access())
@@ -117,11 +121,15 @@ struct SharingTests {
         // The bucket's owner may do everything.
         #expect(try await Self.access(objectId, through: team.admin) == Self.Access(read: true, query: true, write: true))
         // Alice still can, after the administrator's change (she fetches it first).
-        #expect(try await Self.access(objectId, through: team.alice, tryDelete: true) == Self.Access(
-            read: true, query: true, write: true, delete: true))
+        #expect(
+            try await Self.access(objectId, through: team.alice, tryDelete: true)
+                == Self.Access(
+                    read: true, query: true, write: true, delete: true))
     }
 
-    @Test("A model shared for reading with one user: that user reads and queries it, but cannot change or delete it; the third sees nothing")
+    @Test(
+        "A model shared for reading with one user: that user reads and queries it, but cannot change or delete it; the third sees nothing"
+    )
     func readSharedWithOneUser() async throws {
         let team = try await Self.team()
         let context = ModelContext()
@@ -153,7 +161,8 @@ struct SharingTests {
         #expect(stored.age == 0)
     }
 
-    @Test("Everyone and authenticated: a model readable by everyone is read without logging in; by authenticated, by any user only")
+    @Test(
+        "Everyone and authenticated: a model readable by everyone is read without logging in; by authenticated, by any user only")
     func everyoneAndAuthenticated() async throws {
         let team = try await Self.team()
         let context = ModelContext()
@@ -222,7 +231,9 @@ struct SharingTests {
         #expect(gone?.record == RecordID(collection: "groups", id: "editors"))
     }
 
-    @Test("Collection permissions: reading to authenticated shows every record to every user; writing to a group lets its members change anyone's")
+    @Test(
+        "Collection permissions: reading to authenticated shows every record to every user; writing to a group lets its members change anyone's"
+    )
     func collectionPermissions() async throws {
         let team = try await Self.team()
         let context = ModelContext()
@@ -286,31 +297,55 @@ struct SharingTests {
         let writer = try await Self.saveWriter("Mine", through: team.alice, in: context)
         let before = team.alice.metrics.requests
         let attempts: [(String, () async throws(ServiceError) -> Void)] = [
-            ("create on a record", { () async throws(ServiceError) in
-                try await team.alice.setPermissions(Permissions(create: [.everyone]), of: writer)
-            }),
-            ("a bad user name", { () async throws(ServiceError) in
-                try await team.alice.setPermissions(Permissions(read: [.user("no spaces")]), of: writer)
-            }),
-            ("a bad group name", { () async throws(ServiceError) in
-                try await team.alice.setPermissions(Permissions(read: [.group("a/b")]), of: writer)
-            }),
-            ("an empty principal", { () async throws(ServiceError) in
-                try await team.alice.setPermissions(Permissions(read: [.other("")]), of: writer)
-            }),
-            ("a bad collection", { () async throws(ServiceError) in
-                try await team.alice.setPermissions(Permissions(), ofCollection: "../x")
-            }),
-            ("a group inside a group", { () async throws(ServiceError) in
-                try await team.alice.createGroup("outer", members: [.group("inner")])
-            }),
+            (
+                "create on a record",
+                { () async throws(ServiceError) in
+                    try await team.alice.setPermissions(Permissions(create: [.everyone]), of: writer)
+                }
+            ),
+            (
+                "a bad user name",
+                { () async throws(ServiceError) in
+                    try await team.alice.setPermissions(Permissions(read: [.user("no spaces")]), of: writer)
+                }
+            ),
+            (
+                "a bad group name",
+                { () async throws(ServiceError) in
+                    try await team.alice.setPermissions(Permissions(read: [.group("a/b")]), of: writer)
+                }
+            ),
+            (
+                "an empty principal",
+                { () async throws(ServiceError) in
+                    try await team.alice.setPermissions(Permissions(read: [.other("")]), of: writer)
+                }
+            ),
+            (
+                "a bad collection",
+                { () async throws(ServiceError) in
+                    try await team.alice.setPermissions(Permissions(), ofCollection: "../x")
+                }
+            ),
+            (
+                "a group inside a group",
+                { () async throws(ServiceError) in
+                    try await team.alice.createGroup("outer", members: [.group("inner")])
+                }
+            ),
             ("a bad group", { () async throws(ServiceError) in try await team.alice.createGroup("", members: []) }),
-            ("everyone as a member", { () async throws(ServiceError) in
-                try await team.alice.createGroup("all", members: [.user("ann"), .everyone])
-            }),
-            ("an unsaved model", { () async throws(ServiceError) in
-                try await team.alice.setPermissions(Permissions(), of: Writer.instance(in: context))
-            }),
+            (
+                "everyone as a member",
+                { () async throws(ServiceError) in
+                    try await team.alice.createGroup("all", members: [.user("ann"), .everyone])
+                }
+            ),
+            (
+                "an unsaved model",
+                { () async throws(ServiceError) in
+                    try await team.alice.setPermissions(Permissions(), of: Writer.instance(in: context))
+                }
+            ),
         ]
         for (what, attempt) in attempts {
             let error = await #expect(throws: ServiceError.self, "\(what)") { try await attempt() }
@@ -326,7 +361,9 @@ struct SharingTests {
         }
         #expect(taken?.code == .conflict)
         #expect(try await team.admin.members(ofGroup: "taken").isEmpty)
-        let missing = await #expect(throws: ServiceError.self) { try await team.admin.addMembers([.everyone], toGroup: "missing") }
+        let missing = await #expect(throws: ServiceError.self) {
+            try await team.admin.addMembers([.everyone], toGroup: "missing")
+        }
         #expect(missing?.code == .notFound)
     }
 
