@@ -80,6 +80,17 @@ struct DictionaryServiceTests {
         #expect(ServiceError.notFound(id).naming(other).record == id)
     }
 
+    @Test(
+        "The retry schedule is public: waits double from the policy's delay, stop at its cap, and none comes before the first attempt"
+    )
+    func retrySchedule() {
+        let policy = RetryPolicy(maximumAttempts: 6, delay: .milliseconds(250), maximumDelay: .seconds(1))
+        let waits = (0...6).map { policy.delay(beforeAttempt: $0) }
+        #expect(waits == [.zero, .zero, .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(1), .seconds(1)])
+        #expect(RetryPolicy.never.maximumAttempts == 1)
+        #expect(RetryPolicy(maximumAttempts: 3, delay: .seconds(1)).delay(beforeAttempt: Int.max) == .seconds(60))  // the default cap
+    }
+
     @Test("A record made from JSON text reads back its fields, and text that is not an object is invalidResponse")
     func recordFromText() throws {
         let id = RecordID(collection: "Note", id: "n1")

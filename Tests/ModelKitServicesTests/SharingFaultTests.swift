@@ -52,4 +52,24 @@ extension FaultTests {
         #expect(error?.code == .conflict)
         #expect(try await rig.direct.permissions(of: writer).read == [.authenticated])
     }
+
+    @Test("A membership change that finds the group changed by another client in between applies itself on top: both are kept")
+    func membershipChangedInBetween() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        try await rig.direct.createGroup("crowd", members: [.user("ann")])
+        // Ben's addition reads the group, then its write waits at the proxy.
+        try await rig.proxy.inject([["match": "PUT /v1/buckets", "action": "hold", "name": "ben"]])
+        let service = rig.service
+        let addition = Task { try await service.addMembers([.user("ben")], toGroup: "crowd") }
+        try await waitUntil("Ben's write to reach the proxy") { try await rig.proxy.count("PUT /v1/buckets") == 1 }
+        // Meanwhile another client adds Cat and removes Ann.
+        try await rig.direct.addMembers([.user("cat")], toGroup: "crowd")
+        try await rig.direct.removeMembers([.user("ann")], fromGroup: "crowd")
+        try await rig.proxy.release("ben")
+        try await addition.value
+        #expect(try await rig.direct.members(ofGroup: "crowd") == [.user("ben"), .user("cat")])
+        // Refused once on its precondition, then written on top of the other client's changes.
+        #expect(try await rig.proxy.count("PUT /v1/buckets") == 2)
+    }
 }

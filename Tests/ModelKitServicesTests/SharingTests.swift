@@ -367,23 +367,6 @@ struct SharingTests {
         #expect(missing?.code == .notFound)
     }
 
-    @Test("Members added by two clients at once are both kept")
-    func concurrentMembership() async throws {
-        let team = try await Self.team()
-        try await team.admin.createGroup("crowd", members: [])
-        let server = try await KintoServer.shared.value
-        let names = (0..<6).map { "m\($0)" }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for name in names {
-                // A service of its own each: separate clients of the same administrator.
-                let client = server.service(bucket: team.bucket)
-                group.addTask { try await client.addMembers([.user(name)], toGroup: "crowd") }
-            }
-            try await group.waitForAll()
-        }
-        #expect(try await team.admin.members(ofGroup: "crowd") == Set(names.map(Principal.user)))
-    }
-
     @Test("Principals read back as written, and Kinto's other principals pass through unchanged")
     func principalSpelling() {
         for principal: Principal in [.everyone, .authenticated, .user("ann"), .group("eds"), .other("/buckets/x/groups/y")] {
