@@ -107,9 +107,14 @@ public struct ServiceConformance: Sendable {
 }
 
 /// A check that failed: which one, what it expected and what it found.
+///
+/// ```swift
+/// do { try await conformance.run(.query) } catch { print(error) }   // query: expected … but found …
+/// ```
 public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
-    /// The check that failed.
-    public let check: ServiceConformance.Check
+    /// The name of the check that failed (a ``ServiceConformance/Check`` or a
+    /// ``UserServiceConformance/Check``).
+    public let check: String
     /// What the check expected.
     public let expected: String
     /// What it found instead.
@@ -117,7 +122,16 @@ public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
 
     /// A failure of `check`.
     public init(_ check: ServiceConformance.Check, expected: String, found: String) {
-        self.check = check
+        self.init(name: check.rawValue, expected: expected, found: found)
+    }
+
+    /// A failure of the account check `check`.
+    public init(_ check: UserServiceConformance.Check, expected: String, found: String) {
+        self.init(name: check.rawValue, expected: expected, found: found)
+    }
+
+    private init(name: String, expected: String, found: String) {
+        check = name
         self.expected = expected
         self.found = found
     }

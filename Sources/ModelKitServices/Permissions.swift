@@ -71,10 +71,12 @@ public struct Permissions: Hashable, Sendable {
 /// try await service.setPermissions(Permissions(read: [.authenticated], write: [.group("editors")]), of: Post.self)
 /// ```
 public protocol SharingService: ModelService {
-    /// Who may read and write the record.
+    /// Who may read and write the record. Kinto shows them only to its writers: a reader gets
+    /// empty lists.
     ///
     /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound``, ``ServiceError/Code/forbidden``,
     ///   and the network and server errors.
+    /// - Complexity: One request (two for groups of a personal bucket, whose id is looked up).
     func permissions(of record: RecordID) async throws(ServiceError) -> Permissions
 
     /// Replaces who may read and write the record, when its version is `expected` (when given),
@@ -89,9 +91,20 @@ public protocol SharingService: ModelService {
         -> RemoteVersion
 
     /// Who may read, write and create records in the collection.
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound``, ``ServiceError/Code/forbidden``,
+    ///   ``ServiceError/Code/invalidModel`` for a bad name, and the network and server errors.
+    /// - Complexity: One request (two for groups of a personal bucket, whose id is looked up).
     func permissions(ofCollection collection: String) async throws(ServiceError) -> Permissions
 
-    /// Replaces who may read, write and create records in the collection.
+    /// Replaces who may read, write and create records in the collection; whoever sets them
+    /// stays a writer.
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/forbidden`` without `write` permission on
+    ///   the collection, ``ServiceError/Code/notFound``, ``ServiceError/Code/invalidModel`` for a
+    ///   bad name or principal, and the network and server errors. The collection is then
+    ///   unchanged.
+    /// - Complexity: One request.
     func setPermissions(_ permissions: Permissions, ofCollection collection: String) async throws(ServiceError)
 
     /// Creates a group with these members.
@@ -103,12 +116,26 @@ public protocol SharingService: ModelService {
     func createGroup(_ name: String, members: Set<Principal>) async throws(ServiceError)
 
     /// The members of the group.
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound``, ``ServiceError/Code/forbidden``,
+    ///   ``ServiceError/Code/invalidModel`` for a bad name, and the network and server errors.
+    /// - Complexity: One request.
     func members(ofGroup name: String) async throws(ServiceError) -> Set<Principal>
 
-    /// Adds members to the group (those already in it stay once).
+    /// Adds members to the group (those already in it stay once). A change another client made
+    /// to the group in the meantime is kept: the addition is applied again on top of it.
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound``, ``ServiceError/Code/forbidden``
+    ///   without `write` permission on the group, ``ServiceError/Code/invalidModel`` for a bad
+    ///   name or member, and the network and server errors. The group is then unchanged.
+    /// - Complexity: Two requests, two more each time another client changed the group between.
     func addMembers(_ members: Set<Principal>, toGroup name: String) async throws(ServiceError)
 
-    /// Removes members from the group (those not in it are ignored).
+    /// Removes members from the group (those not in it are ignored), as ``addMembers(_:toGroup:)``
+    /// adds them.
+    ///
+    /// - Throws: The errors of ``addMembers(_:toGroup:)``.
+    /// - Complexity: As ``addMembers(_:toGroup:)``.
     func removeMembers(_ members: Set<Principal>, fromGroup name: String) async throws(ServiceError)
 
     /// Deletes the group; the permissions given to it then give nothing. A group that is not

@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import ModelKitServices
+import Synchronization
 
 /// A backend written the way a third party writes one: records in a dictionary inside an actor,
 /// with only ModelKitServices' public API (this target imports it plainly, never `@testable`).
@@ -16,6 +17,10 @@ actor DictionaryService: ModelService {
 
     nonisolated let storeIdentifier = "dictionary \(UUID().uuidString)"
     private var records: [RecordID: Stored] = [:]
+    /// Passwords by username (DictionaryService+Users.swift).
+    var accounts: [String: String] = [:]
+    /// Who the service acts as: read and set synchronously, as `UserService` asks.
+    let session = Mutex<Credentials?>(nil)
     private var clock = 0
     /// How many records a page of a list holds: small, so that the checks page.
     private let pageSize: Int

@@ -13,6 +13,13 @@ struct DictionaryServiceTests {
         try await ServiceConformance { DictionaryService() }.run(check)
     }
 
+    @Test(
+        "The dictionary adapter's accounts pass every account conformance check", arguments: UserServiceConformance.Check.allCases
+    )
+    func accounts(_ check: UserServiceConformance.Check) async throws {
+        try await UserServiceConformance { DictionaryService() }.run(check)
+    }
+
     @Test("Paging by one record at a time still passes the checks that list records")
     func pagingByOne() async throws {
         let conformance = ServiceConformance { DictionaryService(pageSize: 1) }
@@ -26,7 +33,7 @@ struct DictionaryServiceTests {
         let failure = await #expect(throws: ConformanceFailure.self) {
             try await ServiceConformance { ForgetfulService() }.run(.saveAndFetch)
         }
-        #expect(failure?.check == .saveAndFetch)
+        #expect(failure?.check == "saveAndFetch")
         #expect(failure?.description.hasPrefix("saveAndFetch: expected no error but found ") == true)
         #expect(failure?.found.hasPrefix("notFound: expected a record on the server (ConformanceNote/") == true)
 

@@ -15,4 +15,10 @@ struct KintoConformanceTests {
         try await ServiceConformance { try await KintoServer.freshService(collections: ServiceConformance.collections) }.run(
             check)
     }
+
+    @Test("KintoService's accounts pass every account conformance check", arguments: UserServiceConformance.Check.allCases)
+    func accounts(_ check: UserServiceConformance.Check) async throws {
+        let url = try await KintoServer.shared.value.url
+        try await UserServiceConformance { KintoService(url: url, timeout: .seconds(120)) }.run(check)
+    }
 }
