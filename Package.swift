@@ -12,10 +12,14 @@ let package = Package(
         .library(name: "ModelKit", targets: ["ModelKit"]),
         // Models tied to a backend server (Kinto for now); Foundation's networking only.
         .library(name: "ModelKitServices", targets: ["ModelKitServices"]),
+        // The conformance checks a ModelService adapter runs in its own tests (no test framework
+        // needed: each check throws what it expected and found).
+        .library(name: "ModelKitServiceTesting", targets: ["ModelKitServiceTesting"]),
     ],
     targets: [
         .target(name: "ModelKit", dependencies: ["ModelKitShims"]),
         .target(name: "ModelKitServices", dependencies: ["ModelKit"]),
+        .target(name: "ModelKitServiceTesting", dependencies: ["ModelKitServices", "ModelKit"]),
         // One C header: the change epoch that property writes read on their fast path.
         .target(name: "ModelKitShims"),
         .target(
@@ -49,7 +53,13 @@ let package = Package(
         // Runs against a real Kinto server that the tests start with Scripts/kinto-server.
         .testTarget(
             name: "ModelKitServicesTests",
-            dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceClientChild"]),
+            dependencies: [
+                "ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceClientChild", "ModelKitServiceTesting",
+            ]),
+        // An adapter written as a third party writes one: public API only, no server.
+        .testTarget(
+            name: "ModelKitServiceAdapterTests",
+            dependencies: ["ModelKitServices", "ModelKit", "ModelKitServiceTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 // Requests to the Kinto server: every request of the service goes through
-// send(_:path:body:idempotent:), the one place that builds URLs and reads the Authorization header.
+// send(_:path:body:headers:idempotent:), the one place that builds URLs and reads the Authorization header.
 
 extension KintoService {
     typealias Response = HTTPClient.Response
@@ -43,14 +43,19 @@ extension KintoService {
     /// retried as the service's ``RetryPolicy`` says; pass `false` for one that must not be
     /// repeated, such as a write without a version precondition.
     ///
+    /// `headers` go with the request (preconditions: `If-Match`, `If-None-Match`).
+    ///
     /// - Throws: ``ServiceError``: unreachable, timed out, cancelled, or an answer too large.
-    func send(_ method: String, path: String, body: Data?, idempotent: Bool = true) async throws(ServiceError) -> Response {
+    func send(
+        _ method: String, path: String, body: Data?, headers: [String: String] = [:], idempotent: Bool = true
+    ) async throws(ServiceError) -> Response {
         guard let url = URL(string: baseURL.absoluteString + path) else {
             throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString + path)'"))
         }
         var request = HTTPClient.Request(
             method: method, url: url, headers: ["Accept": "application/json"], body: body, isIdempotent: idempotent)
         if body != nil { request.headers["Content-Type"] = "application/json" }
+        for (name, value) in headers { request.headers[name] = value }
         if let authorization = account.withLock({ $0.authorization }) { request.headers["Authorization"] = authorization }
         return try await http.send(request)
     }

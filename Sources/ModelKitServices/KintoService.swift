@@ -28,7 +28,7 @@ public final class KintoService: ModelService {
     /// per model type.
     public let bucket: String
     /// Who the service acts as, and where it remembers that (KintoService+Users.swift); its
-    /// `Authorization` header is read only by ``send(_:path:body:idempotent:)``.
+    /// `Authorization` header is read only by ``send(_:path:body:headers:idempotent:)``.
     let account = Mutex(AccountState())
     /// The transport: time limit, size limit, retries, `Backoff`, counters.
     let http: HTTPClient

@@ -126,14 +126,14 @@ extension ModelService {
         model.removeFromContext()
     }
 
-    private static func context<M: Model>(of model: M) throws(ServiceError) -> ModelContext {
+    static func context<M: Model>(of model: M) throws(ServiceError) -> ModelContext {
         guard let context = model.modelContext else {
             throw ServiceError(.invalidModel(expected: "a model in a context", found: "a \(M.modelName) in none"))
         }
         return context
     }
 
-    private static func recordId<M: Model>(of model: M) throws(ServiceError) -> RecordID {
+    static func recordId<M: Model>(of model: M) throws(ServiceError) -> RecordID {
         guard let objectId = model.objectId else {
             throw ServiceError(.invalidModel(expected: "a model with an object id", found: "a \(M.modelName) without one"))
         }

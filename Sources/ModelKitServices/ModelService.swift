@@ -68,6 +68,32 @@ public struct RemoteRecord: Sendable {
         node = text.root
     }
 
+    /// A record whose fields are `jsonData`, UTF-8 JSON text of one object: what an adapter
+    /// whose backend stores JSON hands back as it is (the text a save gave it in
+    /// ``RecordFields/jsonData``, say), with no values built in between.
+    ///
+    /// ```swift
+    /// let record = try RemoteRecord(id: id, version: RemoteVersion("3"), jsonData: stored.fields.jsonData)
+    /// ```
+    ///
+    /// - Throws: ``ServiceError/Code/invalidResponse``, naming `id`, when the text is not JSON
+    ///   or not an object.
+    /// - Complexity: O(*n*) in the size of the text, which is parsed once.
+    public init(id: RecordID, version: RemoteVersion, jsonData: Data) throws(ServiceError) {
+        let text: JSONRecordText
+        do {
+            text = try JSONRecordText(jsonData)
+        } catch {
+            let preview = String(decoding: jsonData.prefix(80), as: UTF8.self)
+            throw .invalidResponse(expected: "a record as JSON text", found: "'\(preview)' (\(error))", record: id)
+        }
+        guard text.isObject(text.root) else {
+            let preview = String(decoding: jsonData.prefix(80), as: UTF8.self)
+            throw .invalidResponse(expected: "a JSON object as the record", found: "'\(preview)'", record: id)
+        }
+        self.init(id: id, version: version, text: text, node: text.root)
+    }
+
     /// The text `null` (which parses).
     private static let null = (try? JSONRecordText(Data("null".utf8)))!
 

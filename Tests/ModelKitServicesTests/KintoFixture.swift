@@ -98,18 +98,17 @@ struct KintoServer: Sendable {
         return server
     }
 
-    /// A service on a bucket of its own, with a collection per test model, so that tests do not
-    /// see each other's records.
-    static func freshService() async throws -> KintoService {
+    /// A service on a bucket of its own, with a collection per test model (or per name of
+    /// `collections`), so that tests do not see each other's records.
+    static func freshService(collections: [String] = ["Writer", "Article"]) async throws -> KintoService {
         let server = try await shared.value
         let bucket = "b" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let requests: [ModelValue] =
+            [["path": .string("/buckets/\(bucket)")]]
+            + collections.map { ["path": .string("/buckets/\(bucket)/collections/\($0)")] }
         let create: ModelValue = [
             "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
-            "requests": [
-                ["path": .string("/buckets/\(bucket)")],
-                ["path": .string("/buckets/\(bucket)/collections/Writer")],
-                ["path": .string("/buckets/\(bucket)/collections/Article")],
-            ],
+            "requests": .array(requests),
         ]
         let answer = try await server.request("POST", "/batch", body: create)
         guard answer.status == 200, case .array(let responses)? = answer.body["responses"],

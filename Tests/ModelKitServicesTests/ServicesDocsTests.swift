@@ -13,7 +13,7 @@ struct ServicesDocsTests {
     func programRuns(_ program: DocProgram) async throws {
         let server = try await KintoServer.shared.value
         let environment = ["KINTO_URL": server.url.absoluteString, "KINTO_USER": server.user, "KINTO_PASSWORD": server.password]
-        let outcome = try SnippetCompiler(modules: ["ModelKit", "ModelKitServices"])
+        let outcome = try SnippetCompiler(modules: ["ModelKit", "ModelKitServices", "ModelKitServiceTesting"])
             .build(andRun: program.source, companions: DocProgram.companions, environment: environment)
         let errors = outcome.diagnostics.split(separator: "\n").filter { $0.contains("error:") }
         #expect(outcome.compiled, "\(program.page) does not compile:\n\(errors.joined(separator: "\n"))")
