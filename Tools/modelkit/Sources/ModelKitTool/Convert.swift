@@ -51,26 +51,32 @@ public enum DiffCommand {
         var (added, removed, changed) = (0, 0, 0)
         for model in old.present {
             let id = model["modelId"]?.stringValue ?? "?"
-            let name = model["model"]?.stringValue ?? "?"
             guard let other = new.model(id: id) else {
-                output.line("- \(name) \(id)")
+                output.line("- " + label(model))
                 removed += 1
                 continue
             }
             let fields = differences(model, other)
             guard !fields.isEmpty else { continue }
             changed += 1
-            output.line("~ \(name) \(id)")
+            output.line("~ " + label(model))
             for line in fields { output.line("    " + line) }
         }
         for model in new.present where old.model(id: model["modelId"]?.stringValue ?? "") == nil {
-            output.line("+ \(model["model"]?.stringValue ?? "?") \(model["modelId"]?.stringValue ?? "?")")
+            output.line("+ " + label(model))
             added += 1
         }
         let total = added + removed + changed
         output.line(
             total == 0 ? "no differences" : "\(grouped(added)) added, \(grouped(removed)) removed, \(grouped(changed)) changed")
         return total > 0
+    }
+
+    /// `Post 5F0C… (objectId)`.
+    static func label(_ model: ModelValue) -> String {
+        let text = "\(model["model"]?.stringValue ?? "?") \(model["modelId"]?.stringValue ?? "?")"
+        guard let objectId = model["objectId"]?.stringValue else { return text }
+        return text + " (\(objectId))"
     }
 
     /// `key: old → new` for each member and property that differs.
@@ -82,6 +88,10 @@ public enum DiffCommand {
             for key in keys where key != "properties" || !prefix.isEmpty {
                 let (old, new) = (x[key], y[key])
                 if let old, let new, Values.same(old, new) { continue }
+                if case .array(let a)? = old, case .array(let b)? = new {
+                    lines.append("\(prefix)\(key): \(a.count) elements → \(b.count)" + elements(a, b))
+                    continue
+                }
                 lines.append("\(prefix)\(key): \(show(old)) → \(show(new))")
             }
         }
@@ -91,6 +101,15 @@ public enum DiffCommand {
             compare(p, q, prefix: "properties.")
         }
         return lines
+    }
+
+    /// The elements only one of two arrays has: `; - Post:5F0C…; + tag`.
+    private static func elements(_ a: [ModelValue], _ b: [ModelValue]) -> String {
+        let removed = a.filter { x in !b.contains { Values.same(x, $0) } }
+        let added = b.filter { x in !a.contains { Values.same(x, $0) } }
+        let shown = removed.prefix(5).map { "- " + Values.cell($0) } + added.prefix(5).map { "+ " + Values.cell($0) }
+        let more = max(0, removed.count - 5) + max(0, added.count - 5)
+        return shown.isEmpty ? " (reordered)" : ": " + shown.joined(separator: ", ") + (more > 0 ? ", and \(more) more" : "")
     }
 
     private static func show(_ value: ModelValue?) -> String {

@@ -59,14 +59,29 @@ public enum GraphFile {
         path: String, progress: ProgressReporter? = nil, member: (String, ModelValue) throws -> Void = { _, _ in },
         model: (ModelEntry) throws -> Bool
     ) throws -> FileFormat {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        guard !isDirectory.boolValue, let handle = FileHandle(forReadingAtPath: path) else {
             throw ToolError(
                 path: path, expected: "a readable file",
                 found: !exists ? "no such file" : (isDirectory.boolValue ? "a directory" : "a file this user cannot read"))
         }
         defer { try? handle.close() }
+        do {
+            return try read(handle, path: path, progress: progress, member: member, model: model)
+        } catch let error as ToolError {
+            throw error
+        } catch let error as QueryError {
+            throw error
+        } catch {
+            throw ToolError(path: path, expected: "a file that can be read to its end", found: "\(error.localizedDescription)")
+        }
+    }
+
+    private static func read(
+        _ handle: FileHandle, path: String, progress: ProgressReporter?, member: (String, ModelValue) throws -> Void,
+        model: (ModelEntry) throws -> Bool
+    ) throws -> FileFormat {
         let head = try handle.read(upToCount: 64) ?? Data()
         try handle.seek(toOffset: 0)
         let format = FileFormat.detected(in: head)

@@ -50,6 +50,8 @@ func alignedTable(_ rows: [[String]]) -> [String] {
                 line += cell + String(repeating: " ", count: widths[column] - cell.count + 2)
             }
         }
+        // An empty last cell leaves no padding behind.
+        while line.hasSuffix(" ") { line.removeLast() }
         return line
     }
 }

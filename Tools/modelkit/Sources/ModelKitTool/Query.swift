@@ -103,9 +103,12 @@ public enum QueryCommand {
             guard case .object(let properties) = model.properties else { continue }
             for key in properties.keys where known.insert(key).inserted { keys.append(key) }
         }
-        var rows = [["model", "modelId"] + keys]
+        // Object ids, when the models have them, are what an app knows them by.
+        let objectIds = models.contains { $0.value["objectId"] != nil }
+        var rows = [["model"] + (objectIds ? ["objectId"] : []) + ["modelId"] + keys]
         for model in models {
-            rows.append([model.name, model.id] + keys.map { Values.cell(model.properties[$0]) })
+            let objectId = objectIds ? [Values.cell(model.value["objectId"])] : []
+            rows.append([model.name] + objectId + [model.id] + keys.map { Values.cell(model.properties[$0]) })
         }
         return alignedTable(rows) + ["(\(grouped(models.count)) model\(models.count == 1 ? "" : "s"))"]
     }

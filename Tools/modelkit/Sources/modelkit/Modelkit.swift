@@ -88,7 +88,9 @@ extension Modelkit {
         @Argument(help: "A ModelKit file.") var path: String
         @Argument(help: "A query, such as 'views > 10 AND title CONTAINS[c] \"swift\"'.") var filter = "TRUEPREDICATE"
         @Option(help: "Only models of this type (the model name in the file).") var type: String?
-        @Option(help: ArgumentHelp("Order by this property (or createdAt, updatedAt, modelId); -KEY for descending.", valueName: "[-]KEY"))
+        @Option(
+            parsing: .unconditional,
+            help: ArgumentHelp("Order by this property (or createdAt, updatedAt, modelId); -KEY for descending.", valueName: "[-]KEY"))
         var sort: String?
         @Option(help: "At most this many models.") var limit: Int?
         @Flag(help: "Output a JSON array of the models, as the file holds them.") var json = false
