@@ -23,6 +23,10 @@ let package = Package(
             name: "modelkit",
             dependencies: ["ModelKitTool", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/modelkit"),
+        // The benchmark's fixture: a blog of N posts written by the library.
+        .executableTarget(
+            name: "modelkit-fixture", dependencies: [.product(name: "ModelKit", package: "ModelKit")],
+            path: "Sources/modelkit-fixture"),
         .testTarget(
             name: "ModelKitToolTests",
             dependencies: ["ModelKitTool", .product(name: "ModelKit", package: "ModelKit")],
