@@ -14,15 +14,17 @@ struct ModelValueFilterTests {
         "nothing": nil,
     ]
 
-    @Test("each kind of condition matches as it does in a typed query", arguments: [
-        ("title BEGINSWITH[c] 'swift'", true), ("title ENDSWITH 'linux'", false), ("title LIKE 'Swift*'", true),
-        ("views > 10 AND views < 13", true), ("views BETWEEN {13, 20}", false), ("ratio = 0.5", true),
-        ("tags CONTAINS 'linux'", true), ("tags CONTAINSALL {'swift', 'go'}", false), ("views IN {1, 12}", true),
-        ("address.city = 'Paris'", true), ("nothing EXISTS", false), ("NOT nothing EXISTS", true),
-        ("published > DATE('2026-01-02T03:04:05Z')", true), ("published < DATE('2026-01-02T03:04:05Z')", false),
-        ("missing = 'x'", false), ("author.name = 'Ann'", false), ("TRUEPREDICATE", true),
-        ("views = 1 OR (title CONTAINS[c] 'LINUX' AND NOT ratio > 1)", true),
-    ])
+    @Test(
+        "each kind of condition matches as it does in a typed query",
+        arguments: [
+            ("title BEGINSWITH[c] 'swift'", true), ("title ENDSWITH 'linux'", false), ("title LIKE 'Swift*'", true),
+            ("views > 10 AND views < 13", true), ("views BETWEEN {13, 20}", false), ("ratio = 0.5", true),
+            ("tags CONTAINS 'linux'", true), ("tags CONTAINSALL {'swift', 'go'}", false), ("views IN {1, 12}", true),
+            ("address.city = 'Paris'", true), ("nothing EXISTS", false), ("NOT nothing EXISTS", true),
+            ("published > DATE('2026-01-02T03:04:05Z')", true), ("published < DATE('2026-01-02T03:04:05Z')", false),
+            ("missing = 'x'", false), ("author.name = 'Ann'", false), ("TRUEPREDICATE", true),
+            ("views = 1 OR (title CONTAINS[c] 'LINUX' AND NOT ratio > 1)", true),
+        ])
     func conditions(text: String, expected: Bool) throws {
         #expect(try ModelValueFilter(text).matches(properties) == expected)
     }

@@ -112,7 +112,8 @@ public enum ModelJournal {
         if let (expected, found) = problem, try followedByRecord(offset, size: size, read: read) {
             damaged = damage(offset, expected, found)
         }
-        return Summary(bytes: size, saves: saves, validBytes: offset, tornBytes: damaged == nil ? size - offset : 0, damage: damaged)
+        return Summary(
+            bytes: size, saves: saves, validBytes: offset, tornBytes: damaged == nil ? size - offset : 0, damage: damaged)
     }
 
     /// Whether a valid record frame starts after `offset`: what tells damage from a torn save.

@@ -93,7 +93,9 @@ struct ModelChecker {
             throw fail("model", "a model name", model["model"].map(GraphFile.kind) ?? "no model member")
         }
         guard case .string(let idText)? = model["modelId"], let id = ModelID(idText) else {
-            throw fail("modelId", "a model id such as 5F0C61A2-93D4-4E1B-0000-00000000002A", model["modelId"].map(GraphFile.kind) ?? "no modelId member")
+            throw fail(
+                "modelId", "a model id such as 5F0C61A2-93D4-4E1B-0000-00000000002A",
+                model["modelId"].map(GraphFile.kind) ?? "no modelId member")
         }
         guard seen.insert(id).inserted else { throw fail("modelId", "each model id once", "\(idText) again (duplicateModelId)") }
         pending[id] = nil
@@ -108,7 +110,9 @@ struct ModelChecker {
     ) throws {
         switch value {
         case .array(let elements):
-            for (index, element) in elements.enumerated() { try checkPointers(in: element, path: "\(path)[\(index)]", owner: owner, fail: fail) }
+            for (index, element) in elements.enumerated() {
+                try checkPointers(in: element, path: "\(path)[\(index)]", owner: owner, fail: fail)
+            }
         case .object(let object):
             if object["__type"]?.stringValue == "ModelPointer" {
                 guard case .string(let name)? = object["model"], !name.isEmpty else {
@@ -117,7 +121,9 @@ struct ModelChecker {
                 guard case .string(let idText)? = object["modelId"], let id = ModelID(idText) else {
                     throw fail(path, "a pointer's model id", object["modelId"].map(GraphFile.kind) ?? "none")
                 }
-                if pointersMustResolve && !seen.contains(id) && pending[id] == nil { pending[id] = "\(owner), \(path) → \(name) \(idText)" }
+                if pointersMustResolve && !seen.contains(id) && pending[id] == nil {
+                    pending[id] = "\(owner), \(path) → \(name) \(idText)"
+                }
                 return
             }
             for (key, member) in object { try checkPointers(in: member, path: path + "." + key, owner: owner, fail: fail) }

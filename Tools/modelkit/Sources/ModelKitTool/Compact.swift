@@ -15,11 +15,14 @@ public enum CompactCommand {
     /// store's lock meanwhile, so it fails on a store an app has open.
     public static func run(path: String, output: Output) throws {
         guard let store = StoreFiles.at(path) else {
-            throw ToolError(path: path, expected: "a store: a base with a journal beside it (\(path)-journal)", found: "no journal")
+            throw ToolError(
+                path: path, expected: "a store: a base with a journal beside it (\(path)-journal)", found: "no journal")
         }
         let descriptor = open(store.journal, O_RDWR)
         guard descriptor >= 0 else {
-            throw ToolError(path: store.journal, expected: "a journal that can be opened for writing", found: String(cString: strerror(errno)))
+            throw ToolError(
+                path: store.journal, expected: "a journal that can be opened for writing", found: String(cString: strerror(errno))
+            )
         }
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
@@ -45,7 +48,8 @@ public enum CompactCommand {
     /// file in the base's format; returns the journal's summary.
     public static func recover(path: String, to destination: String, output: Output) throws -> ModelJournal.Summary {
         guard let store = StoreFiles.at(path) else {
-            throw ToolError.usage("--recover with a store (a base with a journal beside it)", found: "\(path) without \(path)-journal")
+            throw ToolError.usage(
+                "--recover with a store (a base with a journal beside it)", found: "\(path) without \(path)-journal")
         }
         try ConvertCommand.refuseSameFile(path, destination)
         guard !FileManager.default.fileExists(atPath: destination) else {
@@ -54,7 +58,8 @@ public enum CompactCommand {
         let (graph, summary) = try Graph.read(store: store)
         try writeAtomically(try graph.data(format: graph.format), to: destination)
         output.line(
-            "recovered: \(grouped(graph.present.count)) models from the base and \(grouped(summary.saves)) saves to \(destination)")
+            "recovered: \(grouped(graph.present.count)) models from the base and \(grouped(summary.saves)) saves to \(destination)"
+        )
         return summary
     }
 }

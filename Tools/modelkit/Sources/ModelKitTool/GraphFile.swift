@@ -116,7 +116,9 @@ public enum GraphFile {
             do { document = try ModelValue(propertyList: object) } catch { throw ToolError.from(error, path: path) }
         }
         guard case .object(let envelope) = document else {
-            throw ToolError(path: path, expected: "a ModelKit file: an object with format, version and models", found: "\(document)".prefix(60) + "")
+            throw ToolError(
+                path: path, expected: "a ModelKit file: an object with format, version and models",
+                found: "\(document)".prefix(60) + "")
         }
         for (key, value) in envelope where key != "models" { try member(key, value) }
         try checkEnvelope(Members(envelope.map { ($0, $1) }, uniquingKeysWith: { $1 }), path: path)
@@ -225,10 +227,14 @@ struct JSONModelReader {
             let length = try stream.valueLength(path: path)
             let data = stream.take(length)
             let value: ModelValue
-            do { value = try ModelValue(json: data) } catch { throw ToolError.from(error, path: path, base: offset, model: index) }
+            do { value = try ModelValue(json: data) } catch {
+                throw ToolError.from(error, path: path, base: offset, model: index)
+            }
             guard try model(ModelEntry(index: index, offset: offset, length: length, value: value)) else { return true }
             index += 1
-            guard let next = try stream.peek() else { throw stream.endOfFile(path: path, expected: ", or ] after model \(index - 1)") }
+            guard let next = try stream.peek() else {
+                throw stream.endOfFile(path: path, expected: ", or ] after model \(index - 1)")
+            }
             if next == UInt8(ascii: "]") {
                 stream.position += 1
                 return false

@@ -71,7 +71,8 @@ public enum QueryCommand {
             }
         } catch let error as QueryError {
             progress?.finish()
-            throw ToolError(path: path, location: error.modelName.map { "a \($0)" } ?? "", expected: error.expected, found: error.found)
+            throw ToolError(
+                path: path, location: error.modelName.map { "a \($0)" } ?? "", expected: error.expected, found: error.found)
         } catch {
             progress?.finish()
             throw error

@@ -17,7 +17,8 @@ enum Values {
         case .date(let date)?: text = ISO8601DateFormatter().string(from: date)
         case .data(let data)?: text = "\(data.count) bytes"
         case .array(let elements)?:
-            text = elements.count <= 3 && elements.allSatisfy(isScalar)
+            text =
+                elements.count <= 3 && elements.allSatisfy(isScalar)
                 ? elements.map { cell($0) }.joined(separator: ", ") : "[\(elements.count)]"
         case .object(let object)?:
             switch object["__type"]?.stringValue {

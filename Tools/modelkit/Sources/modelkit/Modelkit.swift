@@ -72,7 +72,9 @@ extension Modelkit {
             output.flush()
             if let damage = summary.damage {
                 FileHandle.standardError.write(
-                    Data("modelkit: \(ToolError.from(damage, path: path + "-journal")); the saves from there on are not in \(recover)\n".utf8))
+                    Data(
+                        "modelkit: \(ToolError.from(damage, path: path + "-journal")); the saves from there on are not in \(recover)\n"
+                            .utf8))
                 throw ExitCode.failure
             }
         }
@@ -90,7 +92,8 @@ extension Modelkit {
         @Option(help: "Only models of this type (the model name in the file).") var type: String?
         @Option(
             parsing: .unconditional,
-            help: ArgumentHelp("Order by this property (or createdAt, updatedAt, modelId); -KEY for descending.", valueName: "[-]KEY"))
+            help: ArgumentHelp(
+                "Order by this property (or createdAt, updatedAt, modelId); -KEY for descending.", valueName: "[-]KEY"))
         var sort: String?
         @Option(help: "At most this many models.") var limit: Int?
         @Flag(help: "Output a JSON array of the models, as the file holds them.") var json = false

@@ -4,13 +4,17 @@ import Testing
 
 @Suite("info and check") @MainActor
 struct InfoAndCheckTests {
-    @Test("info shows the format, the writer, the models per type and the size", arguments: [PersistenceFormat.json, .binaryPropertyList, .xmlPropertyList])
+    @Test(
+        "info shows the format, the writer, the models per type and the size",
+        arguments: [PersistenceFormat.json, .binaryPropertyList, .xmlPropertyList])
     func infoOfEachFormat(format: PersistenceFormat) throws {
         let directory = try temporaryDirectory()
         let path = try blogFile(posts: 3, format: format, in: directory)
         let run = try modelkit("info", path)
         #expect(run.status == 0, "\(run.stderr)")
-        let title = [PersistenceFormat.json: "JSON", .binaryPropertyList: "binary property list", .xmlPropertyList: "XML property list"][format]!
+        let title = [
+            PersistenceFormat.json: "JSON", .binaryPropertyList: "binary property list", .xmlPropertyList: "XML property list",
+        ][format]!
         #expect(run.stdout.contains("format:      \(title), version 1"))
         #expect(run.stdout.contains("written by:  ModelKit-Swift 1.0"))
         #expect(run.stdout.contains("models:      4"))
@@ -62,16 +66,23 @@ struct InfoAndCheckTests {
     @Test("check of a model without an id says which model and what was expected")
     func checkMissingId() throws {
         let path = try temporaryDirectory().appendingPathComponent("bad.json").path
-        try #"{"format":"ModelKit","version":1,"models":[{"model":"Post","properties":{}}]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        try #"{"format":"ModelKit","version":1,"models":[{"model":"Post","properties":{}}]}"#.write(
+            toFile: path, atomically: true, encoding: .utf8)
         let run = try modelkit("check", path)
         #expect(run.status == 1)
-        #expect(run.stderr == "modelkit: \(path): byte 43, model 0, modelId: expected a model id such as 5F0C61A2-93D4-4E1B-0000-00000000002A, found no modelId member\n")
+        #expect(
+            run.stderr
+                == "modelkit: \(path): byte 43, model 0, modelId: expected a model id such as 5F0C61A2-93D4-4E1B-0000-00000000002A, found no modelId member\n"
+        )
     }
 
-    @Test("check and info fail with status 1 on each damaged file of the fuzz corpus, and never crash",
-        arguments: ["json/deep-nesting.json", "json/huge-version.json", "json/truncated-envelope.json",
+    @Test(
+        "check and info fail with status 1 on each damaged file of the fuzz corpus, and never crash",
+        arguments: [
+            "json/deep-nesting.json", "json/huge-version.json", "json/truncated-envelope.json",
             "binary-plist/huge-count.bplist", "binary-plist/overlapping-offset-table.bplist",
-            "binary-plist/reference-out-of-range.bplist", "binary-plist/self-referencing-dictionary.bplist"])
+            "binary-plist/reference-out-of-range.bplist", "binary-plist/self-referencing-dictionary.bplist",
+        ])
     func damagedCorpus(file: String) throws {
         let path = corpus.appendingPathComponent(file).path
         for command in ["check", "info", "query"] {
@@ -82,7 +93,9 @@ struct InfoAndCheckTests {
         }
     }
 
-    @Test("check passes the whole files of the fuzz corpus", arguments: ["json/graph", "json/everything", "binary-plist/graph", "xml/graph"])
+    @Test(
+        "check passes the whole files of the fuzz corpus",
+        arguments: ["json/graph", "json/everything", "binary-plist/graph", "xml/graph"])
     func wholeCorpus(file: String) throws {
         let path = corpus.appendingPathComponent(file).path
         guard FileManager.default.fileExists(atPath: path) else { return }
@@ -108,7 +121,8 @@ struct InfoAndCheckTests {
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("Missing expected argument '<path>'"))
         #expect(try modelkit("frobnicate").status == 2)
-        #expect(try modelkit("convert", "a", "--to", "yaml", "b").stderr.contains("Please provide one of 'json', 'binary' or 'xml'"))
+        #expect(
+            try modelkit("convert", "a", "--to", "yaml", "b").stderr.contains("Please provide one of 'json', 'binary' or 'xml'"))
         for command in ["info", "check", "query", "convert", "pretty", "diff", "compact"] {
             let help = try modelkit(command, "--help")
             #expect(help.status == 0)

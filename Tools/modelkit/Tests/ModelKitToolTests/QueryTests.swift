@@ -7,18 +7,24 @@ struct QueryTests {
     @Test("a query with type, descending sort and limit prints an aligned table")
     func table() throws {
         let path = try blogFile(posts: 10, in: try temporaryDirectory())
-        let run = try modelkit("query", path, #"title BEGINSWITH[c] "post" AND tags CONTAINS "swift""#, "--type", "Post", "--sort", "-views", "--limit", "2")
+        let run = try modelkit(
+            "query", path, #"title BEGINSWITH[c] "post" AND tags CONTAINS "swift""#, "--type", "Post", "--sort", "-views",
+            "--limit", "2")
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 4)
-        #expect(lines[0].hasPrefix("model  objectId  modelId                               title   views  published             tags       author"))
+        #expect(
+            lines[0].hasPrefix(
+                "model  objectId  modelId                               title   views  published             tags       author"))
         #expect(lines[1].hasPrefix("Post   post-8    "))
         #expect(lines[1].contains("  Post 8  80     2026-01-09T00:00:00Z  swift, t8  Author:"))
         #expect(lines[2].hasPrefix("Post   post-6    "))
         #expect(lines[3] == "(2 models)")
     }
 
-    @Test("dates compare with DATE(…) in a JSON file and in a binary property list alike", arguments: [PersistenceFormat.json, .binaryPropertyList])
+    @Test(
+        "dates compare with DATE(…) in a JSON file and in a binary property list alike",
+        arguments: [PersistenceFormat.json, .binaryPropertyList])
     func dates(format: PersistenceFormat) throws {
         let path = try blogFile(posts: 10, format: format, in: try temporaryDirectory())
         let run = try modelkit("query", path, #"published >= DATE("2026-01-09T00:00:00Z")"#, "--ndjson")
@@ -41,7 +47,8 @@ struct QueryTests {
     @Test("a limit without a sort stops at the limit; a limit of 0 prints no model")
     func limits() throws {
         let path = try blogFile(posts: 50, in: try temporaryDirectory())
-        #expect(try modelkit("query", path, "--type", "Post", "--limit", "3", "--ndjson").stdout.split(separator: "\n").count == 3)
+        #expect(
+            try modelkit("query", path, "--type", "Post", "--limit", "3", "--ndjson").stdout.split(separator: "\n").count == 3)
         #expect(try modelkit("query", path, "--limit", "0").stdout == "model  modelId\n(0 models)\n")
         // Sorting keeps the whole order even when it trims what it holds to twice the limit.
         let sorted = try modelkit("query", path, "--type", "Post", "--sort", "-views", "--limit", "2", "--ndjson")

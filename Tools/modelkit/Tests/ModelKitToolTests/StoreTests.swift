@@ -87,7 +87,9 @@ struct StoreTests {
         #expect(again.stderr.contains("expected a new file for --recover"))
     }
 
-    @Test("compact folds the journal into the base, which the library then loads alone", arguments: [PersistenceFormat.json, .binaryPropertyList])
+    @Test(
+        "compact folds the journal into the base, which the library then loads alone",
+        arguments: [PersistenceFormat.json, .binaryPropertyList])
     func compact(format: PersistenceFormat) throws {
         let url = try makeStore(format: format)
         let run = try modelkit("compact", url.path)

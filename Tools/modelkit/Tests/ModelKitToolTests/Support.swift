@@ -65,7 +65,8 @@ struct Run {
 let toolURL: URL = {
     let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("modelkit")
     if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
-    let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     return package.appendingPathComponent(".build/debug/modelkit")
 }()
 
