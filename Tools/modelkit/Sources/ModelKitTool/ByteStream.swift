@@ -74,9 +74,12 @@ struct ByteStream {
         var escaped = false
         var index = 0
         while true {
-            // Scan what is buffered without a call per byte, then read on.
-            let (found, end) = buffer.withUnsafeBufferPointer { bytes -> (Int?, Int) in
-                var i = position + index
+            // Scan what is buffered without a call per byte, then read on. The state lives in
+            // locals inside the closure (captured variables would be boxed on the heap).
+            let start = position
+            let (found, end, state) = buffer.withUnsafeBufferPointer { bytes -> (Int?, Int, (Int, Bool, Bool)) in
+                var (depth, inString, escaped) = (depth, inString, escaped)
+                var i = start + index
                 while i < bytes.count {
                     let byte = bytes[i]
                     if inString {
@@ -86,7 +89,7 @@ struct ByteStream {
                             escaped = true
                         } else if byte == 0x22 {
                             inString = false
-                            if depth == 0 { return (i + 1 - position, i) }
+                            if depth == 0 { return (i + 1 - start, i, (depth, inString, escaped)) }
                         }
                     } else if byte == 0x22 {
                         inString = true
@@ -94,12 +97,13 @@ struct ByteStream {
                         depth += 1
                     } else if byte == 0x7D || byte == 0x5D {
                         depth -= 1
-                        if depth == 0 { return (i + 1 - position, i) }
+                        if depth == 0 { return (i + 1 - start, i, (depth, inString, escaped)) }
                     }
                     i += 1
                 }
-                return (nil, i)
+                return (nil, i, (depth, inString, escaped))
             }
+            (depth, inString, escaped) = state
             if let found { return found }
             index = end - position
             guard try more() else { throw endOfFile(path: path, expected: "the rest of a value that starts at byte \(offset)") }

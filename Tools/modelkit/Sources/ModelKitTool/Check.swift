@@ -70,9 +70,13 @@ struct ModelChecker {
     let path: String
     let pointersMustResolve: Bool
     private var seen = Set<ModelID>()
-    /// Pointers to ids not seen yet, with where the first was: files may list a model after the
-    /// models that point to it.
-    private var pending: [ModelID: String] = [:]
+    /// Pointers to ids not seen yet, with where the first was (the pointing model's index and
+    /// its key path, interned in `paths`): files may list a model after the models that point to
+    /// it (an author's posts before the posts), so this can hold an entry per model; 8 bytes of
+    /// value each rather than a string keeps a million of them near 50 MB.
+    private var pending: [ModelID: (model: Int32, path: Int32)] = [:]
+    private var paths: [String] = []
+    private var pathIndex: [String: Int32] = [:]
 
     init(path: String, pointersMustResolve: Bool) {
         self.path = path
@@ -101,17 +105,19 @@ struct ModelChecker {
         pending[id] = nil
         if let properties = model["properties"] {
             guard case .object = properties else { throw fail("properties", "an object", GraphFile.kind(of: properties)) }
-            try checkPointers(in: properties, path: "properties", owner: "model \(entry.index)", fail: fail)
+            try checkPointers(
+                in: properties, path: "properties", shape: "properties", owner: Int32(truncatingIfNeeded: entry.index), fail: fail
+            )
         }
     }
 
     private mutating func checkPointers(
-        in value: ModelValue, path: String, owner: String, fail: (String, String, String) -> ToolError
+        in value: ModelValue, path: String, shape: String, owner: Int32, fail: (String, String, String) -> ToolError
     ) throws {
         switch value {
         case .array(let elements):
             for (index, element) in elements.enumerated() {
-                try checkPointers(in: element, path: "\(path)[\(index)]", owner: owner, fail: fail)
+                try checkPointers(in: element, path: "\(path)[\(index)]", shape: shape + "[]", owner: owner, fail: fail)
             }
         case .object(let object):
             if object["__type"]?.stringValue == "ModelPointer" {
@@ -122,11 +128,22 @@ struct ModelChecker {
                     throw fail(path, "a pointer's model id", object["modelId"].map(GraphFile.kind) ?? "none")
                 }
                 if pointersMustResolve && !seen.contains(id) && pending[id] == nil {
-                    pending[id] = "\(owner), \(path) → \(name) \(idText)"
+                    // Array positions are left out of the interned path: "properties.posts[]".
+                    let key = "\(shape) → \(name)"
+                    let interned =
+                        pathIndex[key]
+                        ?? {
+                            paths.append(key)
+                            pathIndex[key] = Int32(paths.count - 1)
+                            return Int32(paths.count - 1)
+                        }()
+                    pending[id] = (owner, interned)
                 }
                 return
             }
-            for (key, member) in object { try checkPointers(in: member, path: path + "." + key, owner: owner, fail: fail) }
+            for (key, member) in object {
+                try checkPointers(in: member, path: path + "." + key, shape: shape + "." + key, owner: owner, fail: fail)
+            }
         default:
             return
         }
@@ -134,9 +151,10 @@ struct ModelChecker {
 
     /// Pointers whose model never came are errors, as a load's default (`danglingPointers: .fail`).
     func finish() throws {
-        guard let (_, whereFound) = pending.min(by: { $0.value < $1.value }) else { return }
+        guard let (id, first) = pending.min(by: { $0.value.model < $1.value.model }) else { return }
         throw ToolError(
-            path: path, location: whereFound, expected: "the model a pointer names, in the file",
+            path: path, location: "model \(first.model), \(paths[Int(first.path)]) \(id)",
+            expected: "the model a pointer names, in the file",
             found: "no such model (danglingPointer\(pending.count > 1 ? ", and \(pending.count - 1) more" : ""))")
     }
 }
