@@ -76,7 +76,6 @@ struct ModelChecker {
     /// value each rather than a string keeps a million of them near 50 MB.
     private var pending: [ModelID: (model: Int32, path: Int32)] = [:]
     private var paths: [String] = []
-    private var pathIndex: [String: Int32] = [:]
 
     init(path: String, pointersMustResolve: Bool) {
         self.path = path
@@ -105,36 +104,56 @@ struct ModelChecker {
         pending[id] = nil
         if let properties = model["properties"] {
             guard case .object = properties else { throw fail("properties", "an object", GraphFile.kind(of: properties)) }
-            try checkPointers(
-                in: properties, path: "properties", shape: "properties", owner: Int32(truncatingIfNeeded: entry.index), fail: fail
-            )
+            steps = [.key("properties")]
+            try checkPointers(in: properties, owner: Int32(truncatingIfNeeded: entry.index), fail: fail)
+        }
+    }
+
+    /// Where the walk is: keys and array positions. Strings of it are made only for an error or
+    /// a pointer whose model has not come yet, not for every member of every model.
+    private enum Step: Hashable {
+        case key(String)
+        case index(Int)
+    }
+    private var steps: [Step] = []
+    private var shapeIndex: [[Step]: Int32] = [:]
+
+    private static func text(_ steps: some Sequence<Step>) -> String {
+        steps.reduce(into: "") { text, step in
+            switch step {
+            case .key(let key): text += text.isEmpty ? key : "." + key
+            case .index(let index): text += index < 0 ? "[]" : "[\(index)]"
+            }
         }
     }
 
     private mutating func checkPointers(
-        in value: ModelValue, path: String, shape: String, owner: Int32, fail: (String, String, String) -> ToolError
+        in value: ModelValue, owner: Int32, fail: (String, String, String) -> ToolError
     ) throws {
         switch value {
         case .array(let elements):
             for (index, element) in elements.enumerated() {
-                try checkPointers(in: element, path: "\(path)[\(index)]", shape: shape + "[]", owner: owner, fail: fail)
+                steps.append(.index(index))
+                defer { steps.removeLast() }
+                try checkPointers(in: element, owner: owner, fail: fail)
             }
         case .object(let object):
-            if object["__type"]?.stringValue == "ModelPointer" {
+            if case .string("ModelPointer")? = object["__type"] {
                 guard case .string(let name)? = object["model"], !name.isEmpty else {
-                    throw fail(path, "a pointer's model name", object["model"].map(GraphFile.kind) ?? "none")
+                    throw fail(Self.text(steps), "a pointer's model name", object["model"].map(GraphFile.kind) ?? "none")
                 }
                 guard case .string(let idText)? = object["modelId"], let id = ModelID(idText) else {
-                    throw fail(path, "a pointer's model id", object["modelId"].map(GraphFile.kind) ?? "none")
+                    throw fail(Self.text(steps), "a pointer's model id", object["modelId"].map(GraphFile.kind) ?? "none")
                 }
                 if pointersMustResolve && !seen.contains(id) && pending[id] == nil {
                     // Array positions are left out of the interned path: "properties.posts[]".
-                    let key = "\(shape) → \(name)"
+                    var shape = steps.map { step in if case .index = step { Step.index(-1) } else { step } }
+                    shape.append(.key(name))
                     let interned =
-                        pathIndex[key]
+                        shapeIndex[shape]
                         ?? {
-                            paths.append(key)
-                            pathIndex[key] = Int32(paths.count - 1)
+                            paths.append(Self.text(shape.dropLast()) + " → " + name)
+                            shapeIndex[shape] = Int32(paths.count - 1)
                             return Int32(paths.count - 1)
                         }()
                     pending[id] = (owner, interned)
@@ -142,7 +161,14 @@ struct ModelChecker {
                 return
             }
             for (key, member) in object {
-                try checkPointers(in: member, path: path + "." + key, shape: shape + "." + key, owner: owner, fail: fail)
+                switch member {
+                case .array, .object:
+                    steps.append(.key(key))
+                    defer { steps.removeLast() }
+                    try checkPointers(in: member, owner: owner, fail: fail)
+                default:
+                    continue
+                }
             }
         default:
             return

@@ -104,6 +104,18 @@ struct InfoAndCheckTests {
         #expect(run.stdout.hasPrefix("ok: "))
     }
 
+    @Test("check of a malformed pointer names the model and the key path down to the array position")
+    func checkMalformedPointer() throws {
+        let path = try temporaryDirectory().appendingPathComponent("pointer.json").path
+        let text =
+            #"{"format":"ModelKit","version":1,"models":[{"model":"Author","modelId":"00000000-0000-0000-0000-000000000001","#
+            + #""properties":{"name":"Ann","posts":[null,{"__type":"ModelPointer","model":"Post"}]}}]}"#
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try modelkit("check", path)
+        #expect(run.status == 1)
+        #expect(run.stderr == "modelkit: \(path): byte 43, model 0, properties.posts[1]: expected a pointer's model id, found none\n")
+    }
+
     @Test("a file that is not there, or a directory, is status 1 with what was expected")
     func missingFile() throws {
         let directory = try temporaryDirectory()
