@@ -113,7 +113,8 @@ struct InfoAndCheckTests {
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         let run = try modelkit("check", path)
         #expect(run.status == 1)
-        #expect(run.stderr == "modelkit: \(path): byte 43, model 0, properties.posts[1]: expected a pointer's model id, found none\n")
+        #expect(
+            run.stderr == "modelkit: \(path): byte 43, model 0, properties.posts[1]: expected a pointer's model id, found none\n")
     }
 
     @Test("a file that is not there, or a directory, is status 1 with what was expected")
