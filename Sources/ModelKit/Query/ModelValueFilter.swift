@@ -58,7 +58,9 @@ public struct ModelValueFilter: Sendable {
 
     /// Whether `properties` (a model's `properties` object) satisfies the filter.
     ///
-    /// - Parameter modelName: the model's name, for errors.
+    /// - Parameters:
+    ///   - properties: the model's `properties` object, as a file holds it.
+    ///   - modelName: the model's name, for errors.
     /// - Throws: ``QueryError/Code/incompatibleTypes`` when a value's kind can't be compared with
     ///   the condition's (a string property against a number), as a typed query does; a key the
     ///   model does not have reads as `nil` (models of several types share one filter).
