@@ -9,8 +9,9 @@ import Synchronization
 /// a cap on the size of answers, retries of failed attempts, the server's `Backoff`, and counters.
 ///
 /// Every request ModelKit sends is idempotent (reads, conditional writes, and batches of them),
-/// so a request whose attempt failed in a way that may pass (a dropped connection, a 5xx, a 429)
-/// is sent again, up to ``RetryPolicy/maximumAttempts`` times.
+/// so a request whose attempt failed in a way that may pass (a dropped connection, a 5xx, a 429,
+/// an error answer with `Retry-After`, a 409 "please retry") is sent again, up to
+/// ``RetryPolicy/maximumAttempts`` times.
 final class HTTPClient: Sendable {
     struct Request: Sendable {
         var method: String
@@ -458,19 +459,25 @@ final class HTTPClient: Sendable {
 #endif
 
 /// How a service retries a request whose attempt failed in a way that may pass: a connection
-/// that could not be made or was dropped, a server error (5xx), or "too many requests" (429).
+/// that could not be made or was dropped, a server error (5xx), "too many requests" (429), any
+/// other error answer with `Retry-After`, or a 409 whose message says "please retry" (Kinto on
+/// PostgreSQL, when concurrent transactions collide; inside a `/batch` too, which is then sent
+/// again whole). A 412 is a real conflict and is never retried.
 ///
 /// Every request ModelKit sends may be repeated safely: reads, writes with a version
 /// precondition (`If-Match`, `If-None-Match`), and batches of them.
 ///
 /// ```swift
 /// let service = KintoService(url: url, retry: RetryPolicy(maximumAttempts: 5, delay: .seconds(1)))
+/// // Many clients writing into one collection on PostgreSQL: room for several collisions.
+/// let busy = KintoService(url: url, retry: RetryPolicy(maximumAttempts: 10, delay: .milliseconds(200)))
 /// ```
 public struct RetryPolicy: Sendable, Hashable {
     /// How many times a request is sent at most, the first time included (1: no retries).
     public var maximumAttempts: Int
     /// The wait before the first retry when the server did not say how long to wait; each further
-    /// retry waits twice as long as the one before.
+    /// retry waits twice as long as the one before. A retry of a 409 "please retry" also waits a
+    /// random part of it on top, so that clients that collided do not collide again.
     public var delay: Duration
     /// The longest wait the service accepts from the server (`Retry-After`, `Backoff`). An answer
     /// that asks for longer is not retried: its error carries the wait
