@@ -22,22 +22,23 @@ extension Benchmarks {
     static let serviceConcurrent = Benchmark(name: "service-concurrent", needsServer: true) { n, session in
         let server = try await ServiceServer.shared()
         let saves = max(concurrentClients, n / modelsPerSave)
-        let tally = Mutex((saves: 0, refused: 0, retries: 0, seconds: 0.0, errors: [String]()))
+        let tally = ConcurrentTally()
         let modelKit = ServiceSubject(Report.modelKit) {
             let bucket = try await server.makeBucket(collections: ["Item", "Shelf"])
             // A service per client (its own connections and counters), its graphs built beforehand.
             // Retries as generous as the tests': 8 clients in one collection may collide repeatedly.
             let retry = RetryPolicy(maximumAttempts: 10, delay: .milliseconds(200))
             let services = (0..<concurrentClients).map { _ in
-                KintoService(url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(300), retry: retry)
+                KintoService(
+                    url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(300),
+                    retry: retry)
             }
             let combined = { services.reduce(ServiceMetrics()) { total, service in total + service.metrics } }
-            let refused = Atomic<Int>(0)
-            let problems = Mutex<[String]>([])
+            let run = ConcurrentTally()
             let sample = try await timed(models: saves * modelsPerSave, metrics: combined) {
                 await withTaskGroup(of: Void.self) { group in
                     for (index, service) in services.enumerated() {
-                        let mine = stride(from: index, to: saves, by: concurrentClients).count
+                        let mine = (saves - index + concurrentClients - 1) / concurrentClients
                         group.addTask {
                             for _ in 0..<mine {
                                 let context = ModelContext()
@@ -52,21 +53,16 @@ extension Benchmarks {
                                 do {
                                     try await service.save(shelf)
                                 } catch {
-                                    refused.add(1, ordering: .relaxed)
-                                    problems.withLock { if $0.count < 3 { $0.append("\(error)") } }
+                                    run.note(refusal: error)
                                 }
                             }
                         }
                     }
                 }
             }
-            tally.withLock {
-                $0.saves += saves
-                $0.refused += refused.load(ordering: .relaxed)
-                $0.retries += sample.metrics.retries
-                $0.seconds += sample.seconds
-                $0.errors += problems.withLock { $0 }
-            }
+            tally.add(
+                saves: saves, refused: run.totals.refused, retries: sample.metrics.retries, seconds: sample.seconds,
+                errors: run.totals.errors)
             try await server.deleteBucket(bucket)
             return sample
         }
@@ -83,7 +79,7 @@ extension Benchmarks {
             return sample
         }
         var result = try await measureService([modelKit, floor], n: saves * modelsPerSave, session: &session)
-        let total = tally.withLock { $0 }
+        let total = tally.totals
         if total.saves > 0 {
             result.notes.insert(
                 "ModelKit: \(concurrentClients) clients, \(grouped(total.saves)) saves of \(modelsPerSave) models over the runs, "
@@ -102,5 +98,31 @@ extension ServiceMetrics {
         ServiceMetrics(
             requests: first.requests + second.requests, retries: first.retries + second.retries,
             bytesSent: first.bytesSent + second.bytesSent, bytesReceived: first.bytesReceived + second.bytesReceived)
+    }
+}
+
+/// What the runs of service-concurrent's ModelKit subject saw, summed.
+final class ConcurrentTally: Sendable {
+    typealias Totals = (saves: Int, refused: Int, retries: Int, seconds: Double, errors: [String])
+    private let state = Mutex<Totals>((0, 0, 0, 0, []))
+
+    var totals: Totals { state.withLock { $0 } }
+
+    /// A save that failed: counted, and its error kept (the first three).
+    func note(refusal error: any Error) {
+        state.withLock {
+            $0.refused += 1
+            if $0.errors.count < 3 { $0.errors.append("\(error)") }
+        }
+    }
+
+    func add(saves: Int, refused: Int, retries: Int, seconds: Double, errors: [String]) {
+        state.withLock {
+            $0.saves += saves
+            $0.refused += refused
+            $0.retries += retries
+            $0.seconds += seconds
+            $0.errors += errors.prefix(max(0, 3 - $0.errors.count))
+        }
     }
 }
