@@ -9,8 +9,9 @@ import Synchronization
 /// a cap on the size of answers, retries of failed attempts, the server's `Backoff`, and counters.
 ///
 /// Every request ModelKit sends is idempotent (reads, conditional writes, and batches of them),
-/// so a request whose attempt failed in a way that may pass (a dropped connection, a 5xx, a 429)
-/// is sent again, up to ``RetryPolicy/maximumAttempts`` times.
+/// so a request whose attempt failed in a way that may pass (a dropped connection, a 5xx, a 429,
+/// an error answer with `Retry-After`, a 409 "please retry") is sent again, up to
+/// ``RetryPolicy/maximumAttempts`` times.
 final class HTTPClient: Sendable {
     struct Request: Sendable {
         var method: String
@@ -118,7 +119,7 @@ final class HTTPClient: Sendable {
                 continue
             case .success(let response):
                 noteBackoff(response)
-                guard attempt < maximumAttempts, Self.isRetryable(status: response.status) else {
+                guard attempt < maximumAttempts, Self.asksForRetry(response) else {
                     return Response(status: response.status, headers: response.headers, body: response.body, attempts: attempt)
                 }
                 if let asked = response.header("Retry-After").flatMap(Self.seconds(from:)) {
@@ -127,9 +128,9 @@ final class HTTPClient: Sendable {
                         return Response(
                             status: response.status, headers: response.headers, body: response.body, attempts: attempt)
                     }
-                    delay = asked
+                    delay = asked + Self.jitter(response, retry)
                 } else {
-                    delay = retry.delay(before: attempt + 1)
+                    delay = retry.delay(before: attempt + 1) + Self.jitter(response, retry)
                 }
             case .failure(let error):
                 guard attempt < maximumAttempts, error.code == .unreachable else { throw error }
@@ -162,7 +163,8 @@ final class HTTPClient: Sendable {
         }
         guard redirects < maximumRedirects else {
             throw ServiceError(
-                .invalidResponse(expected: expected, found: "more than \(maximumRedirects) redirects, the last to \(location.absoluteString)"))
+                .invalidResponse(
+                    expected: expected, found: "more than \(maximumRedirects) redirects, the last to \(location.absoluteString)"))
         }
         let repeats = response.status == 307 || response.status == 308
         guard repeats || request.method == "GET" || request.method == "HEAD" else {
@@ -190,6 +192,47 @@ final class HTTPClient: Sendable {
     /// "not now" rather than "never".
     static func isRetryable(status: Int) -> Bool {
         status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
+    }
+
+    /// Whether an answer says "try again": a retryable status (``isRetryable(status:)``), any
+    /// error status with `Retry-After`, or a 409 whose message says "please retry" (Kinto on
+    /// PostgreSQL answers `409 "Integrity constraint violated, please retry."` when concurrent
+    /// transactions collide; the write did not happen). A 412, a real conflict, is never retried.
+    static func asksForRetry(_ response: Response) -> Bool {
+        if isRetryable(status: response.status) { return true }
+        guard response.status >= 400, response.status != 412 else { return false }
+        return response.header("Retry-After") != nil || (response.status == 409 && saysPleaseRetry(response.body))
+    }
+
+    /// Whether an error body's text asks for a retry ("…, please retry."), in any case of letters.
+    static func saysPleaseRetry(_ body: Data) -> Bool {
+        String(decoding: body.prefix(4_096), as: UTF8.self).lowercased().contains("please retry")
+    }
+
+    /// A random extra wait, up to the policy's first delay, before retrying a 409: clients that
+    /// collided would collide again if they all came back after the same wait.
+    static func jitter(_ response: Response, _ retry: RetryPolicy) -> Duration {
+        guard response.status == 409, retry.delay > .zero else { return .zero }
+        return retry.delay * Double.random(in: 0..<1)
+    }
+
+    /// For refusals a caller finds inside an answer (the sub-answers of a `/batch`): whether one
+    /// more attempt is allowed after `attempts`, and after how long (the server's `Retry-After`
+    /// when it is within ``RetryPolicy/maximumDelay``, else the policy's delay, with jitter).
+    /// Nil: the policy says stop.
+    func delayBeforeRetry(after attempts: Int, asked: Duration?) -> Duration? {
+        guard attempts < retry.maximumAttempts else { return nil }
+        if let asked, asked > retry.maximumDelay { return nil }
+        let jitter = retry.delay > .zero ? retry.delay * Double.random(in: 0..<1) : .zero
+        return (asked ?? retry.delay(before: attempts + 1)) + jitter
+    }
+
+    /// Waits `delay` before a retry that ``delayBeforeRetry(after:asked:)`` allowed, and counts it.
+    ///
+    /// - Throws: ``ServiceError`` cancelled, when the task is cancelled during the wait.
+    func pauseBeforeRetry(_ delay: Duration, _ request: Request) async throws(ServiceError) {
+        try await Self.sleep(for: delay, request)
+        counters.retries.add(1, ordering: .relaxed)
     }
 
     /// A `Retry-After` or `Backoff` value in whole seconds (the HTTP-date form is not used by Kinto).
@@ -405,7 +448,8 @@ final class HTTPClient: Sendable {
 
         override func addOperation(_ block: @escaping @Sendable () -> Void) {
             // A call added from a call (none is, today) never waits for the queue it runs on.
-            let holdsRoom = DispatchQueue.getSpecific(key: key) == nil && room.wait(timeout: .now() + Self.longestWait) == .success
+            let holdsRoom =
+                DispatchQueue.getSpecific(key: key) == nil && room.wait(timeout: .now() + Self.longestWait) == .success
             calls.async { [room] in
                 block()
                 if holdsRoom { room.signal() }
@@ -415,19 +459,25 @@ final class HTTPClient: Sendable {
 #endif
 
 /// How a service retries a request whose attempt failed in a way that may pass: a connection
-/// that could not be made or was dropped, a server error (5xx), or "too many requests" (429).
+/// that could not be made or was dropped, a server error (5xx), "too many requests" (429), any
+/// other error answer with `Retry-After`, or a 409 whose message says "please retry" (Kinto on
+/// PostgreSQL, when concurrent transactions collide; inside a `/batch` too, which is then sent
+/// again whole). A 412 is a real conflict and is never retried.
 ///
 /// Every request ModelKit sends may be repeated safely: reads, writes with a version
 /// precondition (`If-Match`, `If-None-Match`), and batches of them.
 ///
 /// ```swift
 /// let service = KintoService(url: url, retry: RetryPolicy(maximumAttempts: 5, delay: .seconds(1)))
+/// // Many clients writing into one collection on PostgreSQL: room for several collisions.
+/// let busy = KintoService(url: url, retry: RetryPolicy(maximumAttempts: 10, delay: .milliseconds(200)))
 /// ```
 public struct RetryPolicy: Sendable, Hashable {
     /// How many times a request is sent at most, the first time included (1: no retries).
     public var maximumAttempts: Int
     /// The wait before the first retry when the server did not say how long to wait; each further
-    /// retry waits twice as long as the one before.
+    /// retry waits twice as long as the one before. A retry of a 409 "please retry" also waits a
+    /// random part of it on top, so that clients that collided do not collide again.
     public var delay: Duration
     /// The longest wait the service accepts from the server (`Retry-After`, `Backoff`). An answer
     /// that asks for longer is not retried: its error carries the wait

@@ -173,9 +173,67 @@ public final class KintoService: ModelService {
         return limit
     }
 
+    /// Sends one `/batch` of writes, again while the server answers a write with a 409 that asks
+    /// for a retry (within the ``RetryPolicy``, the attempts of the HTTP requests included).
+    ///
+    /// Kinto runs a batch in one transaction and aborts it at a 409 (a collision of concurrent
+    /// transactions on PostgreSQL): the writes answered before the 409 were rolled back though
+    /// their answers say 201, and those after it were done. So a batch with a 409 is sent again
+    /// whole, as a retry: the writes done the first time are then recognised as ours
+    /// (``doneEarlier(_:status:body:at:)``), the others are made. When the policy says stop, every
+    /// write of the batch fails, none is reported as written.
     private func send(_ chunk: ArraySlice<RecordWrite>) async throws(ServiceError) -> [RecordWriteResult] {
         let body = BatchBody(chunk, path: recordPath)
-        let response = try await send("POST", path: "/batch", body: body.data)
+        var attempts = 0
+        while true {
+            let response = try await send("POST", path: "/batch", body: body.data)
+            attempts += response.attempts
+            if let refusal = Self.rolledBack(response, count: chunk.count) {
+                if refusal.asksForRetry, let delay = http.delayBeforeRetry(after: attempts, asked: refusal.retryAfter) {
+                    let request = HTTPClient.Request(
+                        method: "POST", url: URL(string: baseURL.absoluteString + "/batch") ?? baseURL)
+                    try await http.pauseBeforeRetry(delay, request)
+                    continue
+                }
+                return chunk.map { write in .failed(refusal.error.about(write.record)) }
+            }
+            return try results(of: chunk, response, retried: attempts > 1)
+        }
+    }
+
+    /// The first 409 among the sub-answers of a batch's answer, which means that the server rolled
+    /// the batch back: its error, and the wait the server asked for. Nil when there is none (or
+    /// the answer is not a batch's, which ``results(of:_:retried:)`` then words).
+    private static func rolledBack(_ response: Response, count: Int)
+        -> (error: ServiceError, asksForRetry: Bool, retryAfter: Duration?)?
+    {
+        // Found without parsing: a sub-answer's status is written as "status":409 by Kinto.
+        guard response.status == 200, response.body.range(of: Data("409".utf8)) != nil,
+            let text = try? Self.jsonText(response.body, record: nil),
+            let answers = try? Self.answers(in: text, count: count)
+        else { return nil }
+        for node in answers {
+            guard let status = text.member(node, "status"), case .int(409)? = try? text.value(status) else { continue }
+            let sub = Self.answer(node, in: text)
+            var headers: [String: String] = [:]
+            if case .object(let object)? = sub["headers"] {
+                for (key, value) in object { if let text = value.stringValue { headers[key] = text } }
+            }
+            let retryAfter = headers.first(where: { HTTPClient.Response.sameName($0.key, "Retry-After") })
+                .flatMap { HTTPClient.seconds(from: $0.value) }
+            let error = failure(status: 409, body: sub["body"] ?? .null, headers: headers)
+            // A 409 that does not ask for a retry is not retried, but the batch was rolled back all
+            // the same.
+            let message = sub["body"]?["message"]?.stringValue ?? ""
+            return (error, retryAfter != nil || HTTPClient.saysPleaseRetry(Data(message.utf8)), retryAfter)
+        }
+        return nil
+    }
+
+    /// What became of each write of `chunk`, from the batch's answer.
+    private func results(of chunk: ArraySlice<RecordWrite>, _ response: Response, retried: Bool) throws(ServiceError)
+        -> [RecordWriteResult]
+    {
         guard response.status == 200 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers)
         }
@@ -206,8 +264,7 @@ public final class KintoService: ModelService {
                 results.append(.written(version))
                 continue
             }
-            results.append(
-                result(of: write, Self.answer(sub, in: text), at: "responses[\(index)]", retried: response.attempts > 1))
+            results.append(result(of: write, Self.answer(sub, in: text), at: "responses[\(index)]", retried: retried))
         }
         return results
     }
@@ -408,7 +465,8 @@ public final class KintoService: ModelService {
         default:
             let message = body["message"]?.stringValue ?? ""
             let retryAfter = headers.first(where: { $0.key.lowercased() == "retry-after" }).flatMap { Int($0.value) }
-            if status == 429 || (status == 503 && retryAfter != nil) {
+            let pleaseRetry = status == 409 && message.lowercased().contains("please retry")
+            if status == 429 || (status == 503 && retryAfter != nil) || (status == 409 && (retryAfter != nil || pleaseRetry)) {
                 return ServiceError(.rateLimited(retryAfter: retryAfter.map { .seconds($0) }, status: status))
             }
             if (500...599).contains(status) { return ServiceError(.serverError(status, message)) }

@@ -1,12 +1,12 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 import ModelKit
 import Testing
 
 @testable import ModelKitServices
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -34,27 +34,96 @@ final class Article: ModelObject<Article.Properties>, RemoteModel {
 /// (which installs Kinto into .build/kinto-venv if needed). The server stops by itself when this
 /// process exits (it watches its parent), and after two hours in any case (a full run on a busy
 /// machine may take more than the 15 minutes this was).
+///
+/// The environment chooses the server: `MODELKIT_KINTO_BACKEND=postgresql` starts Kinto on a
+/// PostgreSQL of its own (Scripts/postgres-server; `memory`, the default, keeps everything in
+/// memory), and `MODELKIT_KINTO_URL=http://host:port/v1` uses a server that is already running
+/// instead (see Docs/Services.md for what it must allow).
 struct KintoServer: Sendable {
     let url: URL
     let user: String
     let password: String
+    /// `memory` or `postgresql`; nil for a server given by `MODELKIT_KINTO_URL`.
+    let backend: String?
+    /// The database of a PostgreSQL server that the tests started, for starting a second Kinto
+    /// on it.
+    let postgresqlURL: String?
 
     static let shared = Task<KintoServer, any Error> { try await start() }
 
     /// How long installing and starting may take before the tests fail: a backstop for a hang,
-    /// long enough for pip's install on a busy machine (it took 127 s at a load of 20 on 2 cores).
+    /// long enough for pip's install on a busy machine (it took 127 s at a load of 20 on 2 cores;
+    /// with the PostgreSQL backend's packages, 233 s at a similar load).
     static let startTimeout: Duration = .seconds(900)
+
+    /// The backend the environment asks for (`MODELKIT_KINTO_BACKEND`): memory by default.
+    static var requestedBackend: String {
+        ProcessInfo.processInfo.environment["MODELKIT_KINTO_BACKEND"].flatMap { $0.isEmpty ? nil : $0 } ?? "memory"
+    }
+
+    /// The server the environment names (`MODELKIT_KINTO_URL`), if any.
+    static var existingURL: URL? {
+        ProcessInfo.processInfo.environment["MODELKIT_KINTO_URL"].flatMap { $0.isEmpty ? nil : URL(string: $0) }
+    }
 
     private static func start() async throws -> KintoServer {
         try ModelRegistry.register(Writer.self, Article.self)
+        let url: URL
+        var backend: String?
+        var database: String?
+        if let existing = existingURL {
+            url = existing
+        } else {
+            let backendName = requestedBackend
+            guard backendName == "memory" || backendName == "postgresql" else {
+                throw FixtureError("MODELKIT_KINTO_BACKEND is '\(backendName)'; expected memory or postgresql")
+            }
+            let values = try await launch(["--backend", backendName])
+            guard let text = values["KINTO_URL"], let started = URL(string: text) else {
+                throw FixtureError("Scripts/kinto-server printed no KINTO_URL")
+            }
+            url = started
+            backend = backendName
+            database = values["KINTO_POSTGRESQL_URL"]
+        }
+        let server = KintoServer(
+            url: url, user: "tests-\(UUID().uuidString.prefix(8))", password: "correct horse", backend: backend,
+            postgresqlURL: database)
+        let signUp = try await server.request(
+            "PUT", "/accounts/\(server.user)", body: ["data": ["password": .string(server.password)]],
+            headers: ["If-None-Match": "*"], authenticated: false)
+        guard signUp.status == 201 else {
+            throw FixtureError(
+                "sign-up at \(url) answered \(signUp.status): the server needs the accounts plugin, with sign-up open "
+                    + "to everyone (kinto.account_create_principals = system.Everyone)")
+        }
+        return server
+    }
+
+    /// Another Kinto server on the same PostgreSQL database as this one (Kinto keeps no state of
+    /// its own, so two servers on one database are one service, as behind a load balancer), with
+    /// the same accounts. Nil when this server is not one the tests started on PostgreSQL.
+    func startSecond() async throws -> KintoServer? {
+        guard let postgresqlURL else { return nil }
+        let values = try await Self.launch(["--postgresql-url", postgresqlURL])
+        guard let text = values["KINTO_URL"], let url = URL(string: text) else {
+            throw FixtureError("Scripts/kinto-server printed no KINTO_URL")
+        }
+        return KintoServer(url: url, user: user, password: password, backend: backend, postgresqlURL: postgresqlURL)
+    }
+
+    /// Runs `Scripts/kinto-server start` with `arguments` and returns the KEY=value lines it
+    /// printed.
+    private static func launch(_ arguments: [String]) async throws -> [String: String] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let process = Process()
         process.executableURL = root.appendingPathComponent("Scripts/kinto-server")
-        process.arguments = [
-            "start", "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "7200",
-            "--timeout", "600",
-        ]
+        process.arguments =
+            [
+                "start", "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "7200",
+                "--timeout", "600",
+            ] + arguments
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -81,27 +150,33 @@ struct KintoServer: Sendable {
                 continuation.resume(returning: (exitStatus, text, log))
             }
         }
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            values[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
         guard status == 0 || status == -1,  // -1: reaped by Foundation; the output tells
-            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("KINTO_URL=") }),
-            let url = URL(string: String(line.dropFirst("KINTO_URL=".count)))
+            values["KINTO_URL"] != nil
         else {
             throw FixtureError(
-                "Scripts/kinto-server could not start Kinto (status \(status)); run it by hand to see why "
-                    + "(it needs python3.10+ and pip's access to PyPI once, or an existing .build/kinto-venv). "
+                "Scripts/kinto-server \(arguments.joined(separator: " ")) could not start Kinto (status \(status)); run it "
+                    + "by hand to see why (it needs python3.10+ and pip's access to PyPI once, or an existing "
+                    + ".build/kinto-venv; the PostgreSQL backend needs PostgreSQL, or apt-get to install it). "
                     + "For offline work only, MODELKIT_SKIP_SERVICE_TESTS=1 turns the server tests off:\n\(log)")
         }
-        let server = KintoServer(url: url, user: "tests-\(UUID().uuidString.prefix(8))", password: "correct horse")
-        let signUp = try await server.request(
-            "PUT", "/accounts/\(server.user)", body: ["data": ["password": .string(server.password)]],
-            headers: ["If-None-Match": "*"], authenticated: false)
-        guard signUp.status == 201 else { throw FixtureError("sign-up answered \(signUp.status)") }
-        return server
+        return values
     }
 
     /// A service on a bucket of its own, with a collection per test model (or per name of
     /// `collections`), so that tests do not see each other's records.
     static func freshService(collections: [String] = ["Writer", "Article"]) async throws -> KintoService {
-        let server = try await shared.value
+        try await freshService(on: try await shared.value, collections: collections)
+    }
+
+    /// ``freshService(collections:)`` on `server`.
+    static func freshService(
+        on server: KintoServer, collections: [String] = ["Writer", "Article"]
+    ) async throws -> KintoService {
         let bucket = "b" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         let requests: [ModelValue] =
             [["path": .string("/buckets/\(bucket)")]]
@@ -133,7 +208,8 @@ struct KintoServer: Sendable {
         }
         for (key, value) in headers { request.setValue(value, forHTTPHeaderField: key) }
         if authenticated {
-            request.setValue("Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            request.setValue(
+                "Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         }
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0

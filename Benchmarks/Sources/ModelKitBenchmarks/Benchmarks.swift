@@ -110,6 +110,7 @@ enum Benchmarks {
         serviceSave,
         serviceFetch,
         serviceQuery,
+        serviceConcurrent,
     ]
 
     static var names: [String] { all.map(\.name) }

@@ -18,6 +18,8 @@ struct Options: Equatable {
     var full = false
     /// Runs only these subjects of the write, load and service benchmarks (`--subjects`), all when `nil`.
     var subjects: [String]?
+    /// Kinto's backend for the service benchmarks (`--backend`): memory or postgresql.
+    var backend = "memory"
 
     /// Whether `--filter` selects the benchmark called `name`.
     ///
@@ -49,7 +51,7 @@ struct UsageError: Error, CustomStringConvertible {
 enum CLI {
     static let usage = """
         Usage: ModelKitBenchmarks [--sizes N,N,...] [--large] [--filter TEXT,...] [--json FILE] [--runs N]
-                                  [--full] [--subjects NAME,...] [--verbose]
+                                  [--full] [--subjects NAME,...] [--backend memory|postgresql] [--verbose]
 
         Times ModelKit against plain Swift and Foundation on a blog graph of n posts and
         n/10 authors (each post references its author, each author holds its posts).
@@ -76,6 +78,10 @@ enum CLI {
                            run only these subjects of write-json, load-json, write-plist,
                            load-plist, store-* and service-* (for example ModelKit, to
                            re-measure it alone)
+          --backend B      Kinto's backend for the service-* benchmarks: memory (default)
+                           or postgresql (a PostgreSQL of its own, Scripts/postgres-server;
+                           installed with apt-get when missing). MODELKIT_KINTO_URL in the
+                           environment points them at a running server instead
           --verbose        also print every run's time (to standard error)
           -h, --help       print this help
 
@@ -84,6 +90,8 @@ enum CLI {
         start a Kinto server with Scripts/kinto-server (Python 3.10+, PyPI on the first run) and
         take minutes; their n is the number of models (records), their default runs 3.
         service-query inserts n records first (100000: about 3 minutes) and queries 1% of them.
+        service-concurrent has 8 clients save graphs of 25 models at once into one collection
+        (n models in all) and reports saves per second, retries and refusals.
         The store-* benchmarks (issue #31) share one blog per size, built once, in a ModelStore and
         in SQLite through GRDB; the issue's numbers are at a million posts:
           --filter store --sizes 1M
@@ -135,6 +143,12 @@ enum CLI {
                 let names = try value().split(separator: ",").map(String.init)
                 guard !names.isEmpty else { throw UsageError(description: "--subjects needs subject names") }
                 options.subjects = names
+            case "--backend":
+                let backend = try value()
+                guard backend == "memory" || backend == "postgresql" else {
+                    throw UsageError(description: "--backend: \"\(backend)\" is not memory or postgresql")
+                }
+                options.backend = backend
             case "--filter":
                 options.filter = try value()
             case "--json":

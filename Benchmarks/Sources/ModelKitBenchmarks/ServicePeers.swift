@@ -113,6 +113,7 @@ final class PeerClient: Sendable {
     private let requests = Atomic<Int>(0)
     private let sent = Atomic<Int>(0)
     private let received = Atomic<Int>(0)
+    private let retries = Atomic<Int>(0)
 
     init(server: ServiceServer, bucket: String) {
         baseURL = server.url.absoluteString
@@ -129,7 +130,7 @@ final class PeerClient: Sendable {
 
     var metrics: ServiceMetrics {
         ServiceMetrics(
-            requests: requests.load(ordering: .relaxed), bytesSent: sent.load(ordering: .relaxed),
+            requests: requests.load(ordering: .relaxed), retries: retries.load(ordering: .relaxed), bytesSent: sent.load(ordering: .relaxed),
             bytesReceived: received.load(ordering: .relaxed))
     }
 
@@ -149,14 +150,25 @@ final class PeerClient: Sendable {
         URL(string: "\(baseURL)/buckets/\(bucket)/collections/\(collection)/records/\(id)")!
     }
 
-    /// Sends a request and returns its body, after checking the status.
+    /// Sends a request and returns its body, after checking the status. A refusal that asks for a
+    /// retry (Kinto on PostgreSQL: 409 with `Retry-After` when concurrent transactions collide) is
+    /// sent again after the wait asked for, as a careful app would, up to 10 times.
     func send(_ request: URLRequest, expecting statuses: Set<Int>) async throws -> (Data, HTTPURLResponse) {
         var request = request
         request.setValue(authorization, forHTTPHeaderField: "Authorization")
-        requests.add(1, ordering: .relaxed)
-        sent.add(request.httpBody?.count ?? 0, ordering: .relaxed)
-        let (data, response) = try await session.data(for: request)
-        received.add(data.count, ordering: .relaxed)
+        var data = Data()
+        var response: URLResponse?
+        for attempt in 1...10 {
+            requests.add(1, ordering: .relaxed)
+            sent.add(request.httpBody?.count ?? 0, ordering: .relaxed)
+            (data, response) = try await session.data(for: request)
+            received.add(data.count, ordering: .relaxed)
+            guard let http = response as? HTTPURLResponse, http.statusCode == 409 || http.statusCode == 503, attempt < 10,
+                let wait = http.value(forHTTPHeaderField: "Retry-After").flatMap(Int.init)
+            else { break }
+            retries.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .seconds(wait))
+        }
         guard let http = response as? HTTPURLResponse, statuses.contains(http.statusCode) else {
             throw ServiceBenchmarkError(
                 description: "\(request.httpMethod ?? "?") \(request.url?.absoluteString ?? "?") answered "
@@ -229,18 +241,28 @@ final class PeerClient: Sendable {
         }
     }
 
-    /// Sends `/batch` bodies, two in flight so that the server always has the next one waiting,
-    /// and returns the answers unread (checked after the clock stops, by
-    /// ``checkBatchAnswers(_:writes:)``).
-    func sendBatches(_ bodies: [Data]) async throws -> [Data] {
+    /// Sends `/batch` bodies, `inFlight` at once (two by default, so that the server always has
+    /// the next one waiting), and returns the answers unread (checked after the clock stops, by
+    /// ``checkBatchAnswers(_:writes:)``). A batch with a write refused with 409 (Kinto rolled it
+    /// back) is sent again after the server's `Retry-After`, as a careful app would; its creates
+    /// that were done after the 409 then answer 412, which the check accepts.
+    func sendBatches(_ bodies: [Data], inFlight: Int = 2) async throws -> [Data] {
         let answers = Mutex<[Int: Data]>([:])
         let url = URL(string: "\(baseURL)/batch")!
-        try await inParallel(bodies.count, 2) { index in
+        let refused = Data(#""status":409"#.utf8)
+        try await inParallel(bodies.count, inFlight) { index in
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
             request.httpBody = bodies[index]
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            let answer = try await self.send(request, expecting: [200]).0
+            var answer = try await self.send(request, expecting: [200]).0
+            var attempts = 1
+            while answer.range(of: refused) != nil, attempts < 10 {
+                self.retries.add(1, ordering: .relaxed)
+                try await Task.sleep(for: .seconds(3))  // Kinto's Retry-After on a 409
+                answer = try await self.send(request, expecting: [200]).0
+                attempts += 1
+            }
             answers.withLock { $0[index] = answer }
         }
         return answers.withLock { all in bodies.indices.compactMap { all[$0] } }
@@ -253,9 +275,28 @@ final class PeerClient: Sendable {
             var responses: [Response]
         }
         let statuses = try answers.flatMap { try JSONDecoder().decode(Answer.self, from: $0).responses.map(\.status) }
-        guard statuses.count == writes, statuses.allSatisfy({ $0 == 201 }) else {
+        // 412: created by an earlier attempt of a batch sent again (see sendBatches).
+        guard statuses.count == writes, statuses.allSatisfy({ $0 == 201 || $0 == 412 }) else {
             throw ServiceBenchmarkError(
-                description: "/batch answered \(statuses.count) writes of \(writes), \(statuses.count { $0 != 201 }) not created")
+                description: "/batch answered \(statuses.count) writes of \(writes), \(statuses.count { $0 != 201 && $0 != 412 }) not created")
+        }
+    }
+
+    /// `/batch` bodies creating `count` items (`PeerItem`s, of `limit` writes each), made before
+    /// the clock starts, for the floor row of `service-concurrent`.
+    func itemBatchBodies(count: Int, limit: Int) throws -> [Data] {
+        let encoder = Self.encoder()
+        return try stride(from: 0, to: count, by: limit).map { start in
+            var body = Data(#"{"defaults":{"method":"PUT","headers":{"If-None-Match":"*"}},"requests":["#.utf8)
+            for i in start..<min(start + limit, count) {
+                let item = PeerItem(id: UUID().uuidString, name: "item \(i)", group: i % 100, score: i, tags: ["t\(i % 7)"])
+                body.append(contentsOf: Array((i == start ? "" : ",").utf8) + Array(#"{"path":""#.utf8))
+                body.append(contentsOf: Array(recordPath("Item", item.id).utf8) + Array(#"","body":"#.utf8))
+                body.append(try encoder.encode(Envelope(data: item)))
+                body.append(UInt8(ascii: "}"))
+            }
+            body.append(contentsOf: Array("]}".utf8))
+            return body
         }
     }
 

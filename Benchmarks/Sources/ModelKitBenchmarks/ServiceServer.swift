@@ -10,8 +10,9 @@ import ModelKitServices
 #endif
 
 /// The Kinto server of the `service-*` benchmarks: started once by this process with
-/// `Scripts/kinto-server` (which installs Kinto into `.build/kinto-venv` on first use), watching
-/// this process so that it stops when the suite exits, and stopped explicitly at the end.
+/// `Scripts/kinto-server` (which installs Kinto into `.build/kinto-venv` on first use), on the
+/// backend of `--backend`, watching this process so that it stops when the suite exits, and
+/// stopped explicitly at the end; or the running server that `MODELKIT_KINTO_URL` names.
 ///
 /// Every timed run writes into a bucket of its own, made before the clock starts and deleted after
 /// it stops, so that runs never see each other's records and the server's memory stays flat.
@@ -28,6 +29,8 @@ final class ServiceServer: @unchecked Sendable {
     static let maximumLifetime = 4 * 3600
     private let admin: URLSession
     private var stopped = false
+    /// Kinto's backend (`--backend`), set before any benchmark runs.
+    nonisolated(unsafe) static var backend = "memory"
 
     /// The one server of this process, started on first use.
     nonisolated(unsafe) private static var current: ServiceServer?
@@ -62,13 +65,21 @@ final class ServiceServer: @unchecked Sendable {
         .deletingLastPathComponent().deletingLastPathComponent()
 
     private static func start() async throws -> ServiceServer {
-        printError("starting Kinto with Scripts/kinto-server (the first run installs it, about 15 s)")
+        if let text = ProcessInfo.processInfo.environment["MODELKIT_KINTO_URL"], !text.isEmpty {
+            guard let url = URL(string: text) else { throw ServiceBenchmarkError(description: "MODELKIT_KINTO_URL is not a URL: \(text)") }
+            let server = ServiceServer(url: url, pid: 0)
+            server.stopped = true  // not ours to stop
+            try await server.signUp()
+            printError("Kinto at \(url.absoluteString) (MODELKIT_KINTO_URL; --backend is not used)")
+            return server
+        }
+        printError("starting Kinto (\(backend)) with Scripts/kinto-server (the first run installs it, about 15 s)")
         let script = repositoryRoot.appendingPathComponent("Scripts/kinto-server")
         let (status, output, log) = try run(
             script,
             [
                 "start", "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--batch-max", "\(batchLimit)",
-                "--max-lifetime", "\(maximumLifetime)", "--timeout", "120",
+                "--max-lifetime", "\(maximumLifetime)", "--timeout", "120", "--backend", backend,
             ])
         var values: [String: String] = [:]
         for line in output.split(separator: "\n") {
@@ -82,12 +93,17 @@ final class ServiceServer: @unchecked Sendable {
                     + "pip's access to PyPI (or an existing .build/kinto-venv; KINTO_VENV names another):\n\(log)")
         }
         let server = ServiceServer(url: url, pid: pid)
-        let (signUp, _) = try await server.request(
-            "PUT", "/accounts/\(server.user)", body: Data(#"{"data":{"password":"\#(server.password)"}}"#.utf8),
-            headers: ["If-None-Match": "*"], authenticated: false)
-        guard signUp == 201 else { throw ServiceBenchmarkError(description: "signing up on Kinto answered \(signUp)") }
-        printError("Kinto \(values["KINTO_VERSION"] ?? "?") at \(url.absoluteString) (pid \(pid))")
+        try await server.signUp()
+        printError("Kinto \(values["KINTO_VERSION"] ?? "?") (\(backend)) at \(url.absoluteString) (pid \(pid))")
         return server
+    }
+
+    /// Makes the benchmark's account (the server needs the accounts plugin, sign-up open).
+    private func signUp() async throws {
+        let (signUp, _) = try await request(
+            "PUT", "/accounts/\(user)", body: Data(#"{"data":{"password":"\#(password)"}}"#.utf8),
+            headers: ["If-None-Match": "*"], authenticated: false)
+        guard signUp == 201 else { throw ServiceBenchmarkError(description: "signing up on Kinto at \(url) answered \(signUp)") }
     }
 
     /// Runs `executable` to its end and returns its status, standard output and standard error.

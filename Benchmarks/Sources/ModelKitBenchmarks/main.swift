@@ -10,6 +10,7 @@ func runBenchmarks(_ options: Options) async throws {
         ScratchDirectory.shared.remove()
         ServiceServer.stopShared()
     }
+    ServiceServer.backend = options.backend
     let selected = Benchmarks.all.filter { options.selects($0.name, needsServer: $0.needsServer) }
     guard !selected.isEmpty else {
         throw UsageError(
