@@ -63,7 +63,7 @@ struct XMLPlistReaderTests {
                 let type = String(cString: number.objCType)
                 if type == "c" || type == "B" { return number.boolValue ? "true" : "false" }
                 if type == "d" || type == "f" { return "real \(number.doubleValue)" }
-                if number.int64Value < 0 { return "int \(number.int64Value)" }
+                if number.int64Value < 0, type != "Q" { return "int \(number.int64Value)" }
                 return "int \(number.uint64Value)"
             default: return "?"
             }
