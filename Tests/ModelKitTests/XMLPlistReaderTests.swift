@@ -57,7 +57,8 @@ struct XMLPlistReaderTests {
             case let data as Data: return "data \(data.base64EncodedString())"
             case let array as [Any]: return "[" + array.map(describe).joined(separator: ", ") + "]"
             case let dictionary as [String: Any]:
-                return "{" + dictionary.sorted { $0.key < $1.key }.map { "\($0.key): \(describe($0.value))" }
+                return "{"
+                    + dictionary.sorted { $0.key < $1.key }.map { "\($0.key): \(describe($0.value))" }
                     .joined(separator: ", ") + "}"
             case let number as NSNumber:
                 let type = String(cString: number.objCType)
@@ -108,8 +109,9 @@ struct XMLPlistReaderTests {
     @Test("a string that begins with U+FEFF keeps it, which Foundation's reader drops")
     func leadingByteOrderMark() throws {
         #expect(try Self.read(Self.plist("<string>&#xFEFF;a</string>")) == "string " + String(reflecting: "\u{FEFF}a"))
-        #expect(try Self.read(Self.plist("<dict><key>\u{FEFF}k</key><string>\u{FEFF}v</string></dict>"))
-            == "{\u{FEFF}k: string " + String(reflecting: "\u{FEFF}v") + "}")
+        #expect(
+            try Self.read(Self.plist("<dict><key>\u{FEFF}k</key><string>\u{FEFF}v</string></dict>"))
+                == "{\u{FEFF}k: string " + String(reflecting: "\u{FEFF}v") + "}")
     }
 
     @Test("a CDATA section reads as its characters")
@@ -128,8 +130,14 @@ struct XMLPlistReaderTests {
         arguments: [
             ("<plist><dict><integer>1</integer></dict></plist>", 13, "a <key> or </dict>"),
             ("<plist><array><true/></dict></plist>", 21, "</array>"),
-            ("<plist><string>a &bogus; b</string></plist>", 17, "an entity (&amp; &lt; &gt; &quot; &apos;) or a character reference"),
-            ("<plist><string>&#xD800;</string></plist>", 15, "an entity (&amp; &lt; &gt; &quot; &apos;) or a character reference"),
+            (
+                "<plist><string>a &bogus; b</string></plist>", 17,
+                "an entity (&amp; &lt; &gt; &quot; &apos;) or a character reference"
+            ),
+            (
+                "<plist><string>&#xD800;</string></plist>", 15,
+                "an entity (&amp; &lt; &gt; &quot; &apos;) or a character reference"
+            ),
             ("<plist><integer>99999999999999999999</integer></plist>", 16, "an integer of at most 64 bits"),
             ("<plist><real>1e</real></plist>", 13, "a real number"),
             ("<plist><date>2001-01-01 00:00:00</date></plist>", 13, "a date like 2001-01-01T00:00:00Z"),
