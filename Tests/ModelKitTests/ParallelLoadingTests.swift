@@ -182,9 +182,8 @@ struct ParallelLoadingTests {
                     try load(converted, into: context, workers: 3, chunk: 1)
                 }
                 #expect(parallel.description == serial.description, "\(name), \(format)")
-                // XML is read through a binary property list Foundation lays out anew for each
-                // load: offsets into it would say nothing about the file.
-                #expect((parallel.byteOffset == nil) == (format == .xmlPropertyList), "\(name), \(format)")
+                // Every format is read from its own bytes: errors say where in the file.
+                #expect(parallel.byteOffset != nil && parallel.byteOffset == serial.byteOffset, "\(name), \(format)")
                 #expect(parallel.modelIndex == serial.modelIndex && parallel.modelIndex != nil, "\(name), \(format)")
                 #expect(context.isEmpty, "\(name), \(format)")
                 #expect(context.changes.inserted.isEmpty, "\(name), \(format)")

@@ -15,7 +15,8 @@ public enum PersistenceFormat: Sendable, Hashable, CaseIterable {
     case json
     /// A binary property list (`bplist00`), readable by `PropertyListSerialization`.
     case binaryPropertyList
-    /// An XML property list. Written and parsed through Foundation: convenient, not fast.
+    /// An XML property list. Written through Foundation; read by ModelKit's own streaming reader,
+    /// which keeps no member nobody reads.
     case xmlPropertyList
 }
 

@@ -22,8 +22,7 @@ public struct SerializationError: Error, CustomStringConvertible, Sendable {
     /// The path to the offending value inside the model, such as `properties.tags[2]`; empty when
     /// the model's header itself is at fault.
     public let path: String
-    /// The byte offset in the input, for errors found while parsing bytes (not for XML property
-    /// lists, which are read through a binary one Foundation converts them to).
+    /// The byte offset in the input, for errors found while parsing bytes.
     public let byteOffset: Int?
     /// What was expected at that place.
     public let expected: String

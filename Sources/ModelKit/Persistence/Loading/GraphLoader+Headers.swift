@@ -153,7 +153,11 @@ extension GraphLoader {
     ///
     /// - Parameter modelLimit: The most models the document can hold, which bounds what a damaged
     ///   count reserves.
-    func readTreeHeaders<D: TreeDocument>(in document: D, top: Int, modelLimit: Int) throws {
+    /// - Parameter handle: The handle ``ModelSource/decodeProperties(of:handle:loader:)`` gets for
+    ///   a model's properties node (the node itself by default).
+    func readTreeHeaders<D: TreeDocument>(
+        in document: D, top: Int, modelLimit: Int, properties handle: (Int) -> Int = { $0 }
+    ) throws {
         var models = top
         switch document.kind(of: top) {
         case .array:
@@ -161,7 +165,7 @@ extension GraphLoader {
         case .object:
             guard let array = try document.member(of: top, named: "models") else {
                 // A single bare model dictionary.
-                return try addTreeModel(top, in: document)
+                return try addTreeModel(top, in: document, handle: handle)
             }
             // Each envelope key once, as in JSON.
             var seen: Set<String> = []
@@ -196,14 +200,14 @@ extension GraphLoader {
         considerWorkers(forAbout: count)
         reserveCapacity(count)
         try document.forEach(in: models) { _, node in
-            try addTreeModel(node, in: document)
+            try addTreeModel(node, in: document, handle: handle)
             return true
         }
     }
 
     /// Adds the header of the model at `node`, and stages the model when streaming.
-    private func addTreeModel<D: TreeDocument>(_ node: Int, in document: D) throws {
-        let index = try add(header(in: document, node: node) { $0 })
+    private func addTreeModel<D: TreeDocument>(_ node: Int, in document: D, handle: (Int) -> Int) throws {
+        let index = try add(header(in: document, node: node, properties: handle))
         if isStreaming { _ = try stageAdded(at: index) }
     }
 }

@@ -318,6 +318,52 @@ final class BinaryPlistSource: ModelSource {
     @exclusivity(unchecked) private var lastKeyNodes: [Int] = []
 }
 
+/// Models from an XML property list, read with ModelKit's own scanner: the whole text is checked
+/// once, headers are recorded as the loader asks for them, and each model's properties are read
+/// again from their byte offset into a tape of their own. A member nobody reads is never recorded
+/// (see ``XMLPlistTape``).
+final class XMLPlistSource: ModelSource {
+    let bytes: UnsafeBufferPointer<UInt8>
+    /// The envelope and the model headers.
+    private let headers: XMLPlistTape
+    /// One model's properties at a time.
+    private let properties: XMLPlistTape
+    @exclusivity(unchecked) private var infos = ModelTypeInfoCache()
+
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        headers = XMLPlistTape(bytes: bytes)
+        properties = XMLPlistTape(bytes: bytes)
+    }
+
+    func copyForWorker() -> any ModelSource { XMLPlistSource(bytes: bytes) }
+
+    /// The most entries this source's tapes have held (see ``XMLPlistTape/highWater``).
+    var tapeHighWater: Int { headers.highWater + properties.highWater }
+
+    func readHeaders(into loader: GraphLoader) throws {
+        let top = try headers.parseDocument()
+        let tape = headers
+        // A model takes at least `<dict></dict>`: a damaged count cannot reserve more than that.
+        try loader.readTreeHeaders(in: XMLPlistDocument(tape: tape), top: top, modelLimit: bytes.count / 13) {
+            tape.entries[$0].tagStart
+        }
+    }
+
+    func decodeProperties<M: Model>(of type: M.Type, handle: Int, loader: GraphLoader) throws -> M.Properties {
+        let root = try properties.parse(at: handle)
+        return try TreeDecoder.decodeProperties(
+            M.self, at: root, in: XMLPlistDocument(tape: properties), info: infos.info(M.self), loader: loader)
+    }
+
+    func fillProperties(_ plan: DirectPlan, at base: UnsafeMutableRawPointer, handle: Int, loader: GraphLoader) throws
+        -> Bool
+    {
+        let root = try properties.parse(at: handle)
+        return try plan.fill(base, from: root, in: XMLPlistDocument(tape: properties), loader: loader)
+    }
+}
+
 /// Fails unless `prefix`, the first bytes of a file, can start a document ModelKit reads: a
 /// binary property list (`bplist00`), or after an optional byte order mark and whitespace, `{`
 /// or `[` (JSON) or `<` (an XML property list). Returns the offset of that first character.
@@ -357,15 +403,7 @@ func withModelSource<Result>(for data: Data, _ body: (any ModelSource) throws ->
         case .binaryPropertyList:
             return try body(BinaryPlistSource(bytes: bytes))
         case .xmlPropertyList:
-            // XML property lists go through Foundation, then through the binary reader. Offsets
-            // in that binary form say nothing about the XML text (Foundation lays it out anew for
-            // each conversion), so errors keep their model index and path only.
-            let binary = try XMLPropertyList.binary(fromXML: data)
-            do {
-                return try binary.withUnsafeBytes { try body(BinaryPlistSource(bytes: $0.bindMemory(to: UInt8.self))) }
-            } catch let error as SerializationError {
-                throw error.withoutByteOffset()
-            }
+            return try body(XMLPlistSource(bytes: bytes))
         case .json:
             return try body(JSONSource(bytes: bytes))
         }
@@ -390,108 +428,9 @@ extension PersistenceFormat {
     }
 }
 
-/// Conversions between XML and binary property lists, through Foundation.
+/// XML property lists as ModelKit writes them: a binary one converted by Foundation. (Reading
+/// XML goes through ``XMLPlistSource``.)
 enum XMLPropertyList {
-    static func binary(fromXML data: Data) throws -> Data {
-        let (xml, marker) = markingLeadingBOMs(data)
-        var object: Any
-        do {
-            object = try PropertyListSerialization.propertyList(from: xml, options: [], format: nil)
-        } catch {
-            throw SerializationError(
-                .malformedInput, byteOffset: 0, expected: "an XML property list", found: "\(error.localizedDescription)")
-        }
-        if let marker { object = restoringBOMs(in: object, marker: marker) }
-        return try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
-    }
-
-    // Foundation's XML parser drops a U+FEFF (a byte order mark) that begins a string or a key,
-    // also when written as a character reference; one further in is kept. So that every string
-    // comes back exactly, a leading U+FEFF is replaced by a marker the text doesn't contain before
-    // parsing, and the marker by U+FEFF after.
-
-    /// `data` with each leading U+FEFF of a string or key replaced by a marker, and the marker;
-    /// `data` itself and `nil` when no string or key begins with U+FEFF.
-    ///
-    /// - Complexity: O(n) in the length of `data`.
-    static func markingLeadingBOMs(_ data: Data) -> (Data, String?) {
-        let bytes = [UInt8](data)
-        var marker = ""
-        repeat {
-            marker = "\u{E000}modelkit-bom-\(UInt64.random(in: 0 ... .max))\u{E000}"
-        } while data.range(of: Data(marker.utf8)) != nil
-        let tags = [Array("<string>".utf8), Array("<key>".utf8)]
-        var output: [UInt8] = []
-        var copied = 0
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "<"),
-                let tag = tags.first(where: { bytes[index...].starts(with: $0) }),
-                let length = byteOrderMarkLength(bytes, at: index + tag.count)
-            {
-                output.append(contentsOf: bytes[copied..<index + tag.count])
-                output.append(contentsOf: marker.utf8)
-                index += tag.count + length
-                copied = index
-            } else {
-                index += 1
-            }
-        }
-        guard copied > 0 else { return (data, nil) }
-        output.append(contentsOf: bytes[copied...])
-        return (Data(output), marker)
-    }
-
-    /// The length of U+FEFF written at `index`, in UTF-8 or as a character reference
-    /// (`&#xFEFF;`, `&#65279;`), or `nil`.
-    private static func byteOrderMarkLength(_ bytes: [UInt8], at index: Int) -> Int? {
-        if bytes[index...].starts(with: [0xEF, 0xBB, 0xBF]) { return 3 }
-        guard bytes[index...].starts(with: Array("&#".utf8)) else { return nil }
-        var position = index + 2
-        let hex = position < bytes.count && bytes[position] == UInt8(ascii: "x")
-        if hex { position += 1 }
-        var value = 0
-        let digitsStart = position
-        while position < bytes.count, position - digitsStart < 12,
-            let digit = Character(UnicodeScalar(bytes[position])).hexDigitValue, hex || digit < 10
-        {
-            value = value * (hex ? 16 : 10) + digit
-            position += 1
-        }
-        guard position > digitsStart, position < bytes.count, bytes[position] == UInt8(ascii: ";"), value == 0xFEFF
-        else { return nil }
-        return position + 1 - index
-    }
-
-    /// `object` with the marker at the start of each string and dictionary key turned back into
-    /// U+FEFF.
-    static func restoringBOMs(in object: Any, marker: String) -> Any {
-        let markerScalars = Array(marker.unicodeScalars)
-        func restore(_ text: String) -> String {
-            guard text.unicodeScalars.starts(with: markerScalars) else { return text }
-            var scalars = String.UnicodeScalarView()
-            scalars.append("\u{FEFF}")
-            scalars.append(contentsOf: text.unicodeScalars.dropFirst(markerScalars.count))
-            return String(scalars)
-        }
-        func walk(_ object: Any) -> Any {
-            switch object {
-            case let text as String:
-                return restore(text)
-            case let array as [Any]:
-                return array.map(walk)
-            case let dictionary as [String: Any]:
-                var result: [String: Any] = [:]
-                result.reserveCapacity(dictionary.count)
-                for (key, value) in dictionary { result[restore(key)] = walk(value) }
-                return result
-            default:
-                return object
-            }
-        }
-        return walk(object)
-    }
-
     static func xml(fromBinary data: Data) throws -> Data {
         let object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
         return try PropertyListSerialization.data(fromPropertyList: object, format: .xml, options: 0)
