@@ -12,8 +12,9 @@ import Testing
 /// A model whose reference is declared to an `Author` but may be given the id of another class.
 final class Mislabelled: ModelObject<Mislabelled.Properties> {
     struct Properties: ModelProperties, Equatable {
-        var author = ModelRef<Author>()
+        // The array first, so that its post is queued before the reference is written.
         var posts = ModelArray<Post>()
+        var author = ModelRef<Author>()
     }
 }
 
