@@ -83,7 +83,8 @@ final class Mislabelled: ModelObject<Mislabelled.Properties> {
         try expectSameBytes(author)
         let models = try models(in: post.jsonData())
         #expect(models.count == 3)
-        #expect(models.compactMap { $0["modelId"]?.stringValue } == [post.modelId, author.modelId, local.modelId].map(\.description))
+        let expected = [post.modelId, author.modelId, local.modelId].map(\.description)
+        #expect(models.compactMap { $0["modelId"]?.stringValue } == expected)
     }
 
     @Test("Two instances with one id in two contexts fail the same way, with the graph's error")

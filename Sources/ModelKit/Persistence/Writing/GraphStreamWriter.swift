@@ -348,7 +348,8 @@ final class GraphStreamWriter {
         if known >= queueBase {
             let entry = queued[known - queueBase]
             let isOwnersModel =
-                !looksUpQueuedTargets && entry.context != nil && entry.context == ownerContextIdentity && entry.type == ObjectIdentifier(M.self)
+                !looksUpQueuedTargets && entry.context != nil && entry.context == ownerContextIdentity
+                && entry.type == ObjectIdentifier(M.self)
             if !isOwnersModel, !resolvesToQueued(M.self, id: id, entry: entry) { return false }
         }
         writePointer(name: name(of: M.self), id: id, objectId: objectIds.isEmpty ? nil : objectIds[known])
