@@ -19,11 +19,19 @@ extension Benchmarks {
         // dates as numbers.
         let encoder = JSONEncoder()
 
-        let modelKit = Subject(Report.modelKit, body: { try blog.jsonData() }, verify: \.count)
-        let compact = Subject("JSONEncoder (compact)", body: { try encoder.encode(compactFile) }, verify: \.count)
+        // The in-memory outputs' peak memory above what was resident when the run began: the
+        // output itself, plus whatever growing it and the walk's tables cost.
+        let peaks = (jsonData: PeakRecorder(), context: PeakRecorder(), compact: PeakRecorder())
+        let modelKit = Subject(
+            Report.modelKit, recordingPeaksIn: peaks.jsonData, setup: {}, body: { _ in try blog.jsonData() }, verify: \.count)
+        let compact = Subject(
+            "JSONEncoder (compact)", recordingPeaksIn: peaks.compact, setup: {}, body: { _ in try encoder.encode(compactFile) },
+            verify: \.count)
         let jsonEncoder = Subject("JSONEncoder", body: { try encoder.encode(plainBlog) }, verify: \.count)
+        let contextName = "\(Report.modelKit) (context.data(format: .json))"
         let contextWriter = Subject(
-            "\(Report.modelKit) (context.data(format: .json))", body: { try context.data(format: .json) }, verify: \.count)
+            contextName, recordingPeaksIn: peaks.context, setup: {}, body: { _ in try context.data(format: .json) },
+            verify: \.count)
         // The same text by way of a value tree: the graph into a tree, and the tree to text
         // (jsonData() itself streams, without the tree).
         let walk = Subject(
@@ -35,8 +43,20 @@ extension Benchmarks {
         let sizes =
             "output: ModelKit \(megabytes(value.jsonData().count)), context writer \(megabytes(try context.data(format: .json).count)), "
             + "JSONEncoder (compact) \(megabytes(try encoder.encode(compactFile).count)), JSONEncoder \(megabytes(try encoder.encode(plainBlog).count))"
-        let result = try BenchmarkResult(
+        var result = try BenchmarkResult(
             timing: [modelKit, compact, jsonEncoder, contextWriter], extras: [walk, text], notes: [sizes], session: &session)
+        for (name, recorder, output) in [
+            (Report.modelKit, peaks.jsonData, try blog.jsonData().count),
+            (contextName, peaks.context, try context.data(format: .json).count),
+            ("JSONEncoder (compact)", peaks.compact, try encoder.encode(compactFile).count),
+        ] {
+            guard let run = recorder.highest else { continue }
+            result.peakRSSBytes[name] = run.peak
+            let extra = run.peak - run.start
+            result.notes.append(
+                "\(name): peak memory above the start of the run \(megabytes(extra)), "
+                    + "\(fixed(Double(extra) / Double(max(output, 1)), 2)) x its output of \(megabytes(output))")
+        }
         blackHole(context)
         return result
     }

@@ -81,6 +81,12 @@ import Foundation
     /// whose models it could pick up, and a released model must not pick up unrelated instances).
     var lookupContext: ModelContext? { context }
 
+    /// The identity of the model's context, read without retaining the context (see
+    /// ``ModelObject/context``).
+    @inline(__always) var contextIdentity: ObjectIdentifier? {
+        box.context.map { ObjectIdentifier($0) }
+    }
+
     /// Whether a reference to this model should resolve: it is in a context, or it has never been
     /// put in one (a context-free or not yet registered model the app holds). A model removed from
     /// its context, or whose context was destroyed, is not live.

@@ -22,9 +22,11 @@ final class GraphStreamWriter {
     /// The position of every model written or queued so far, by id.
     @exclusivity(unchecked) var positions = ModelIDTable()
     /// Models queued by reaching them, which are written after the context's own (positions
-    /// from `queueBase` on), and their identities, to catch two instances with one id.
+    /// from `queueBase` on), and what the writer needs to know of each without reading it again
+    /// (its identity, to catch two instances with one id; its class and context, to see that a
+    /// reference resolves to it).
     @exclusivity(unchecked) private var queue: [any Model] = []
-    @exclusivity(unchecked) private var queued: [ObjectIdentifier] = []
+    @exclusivity(unchecked) private var queued: [QueuedModel] = []
     /// The position of the first model in `queue`: 0 when writing a subgraph; the number of
     /// models in the context when writing a context.
     @exclusivity(unchecked) var queueBase = 0
@@ -35,7 +37,13 @@ final class GraphStreamWriter {
     /// `queueBase` is one of its models, and a reference whose id is there points to it.
     @exclusivity(unchecked) var writtenContext: ModelContext?
     /// The context of the model being written: its references resolve there.
-    @exclusivity(unchecked) var ownerContext: ModelContext?
+    @exclusivity(unchecked) var ownerContext: ModelContext? {
+        didSet { ownerContextIdentity = ownerContext.map(ObjectIdentifier.init) }
+    }
+    /// `ownerContext`'s identity, compared for every reference: reading the context itself
+    /// would retain it, and a context has a side table (it is weakly referenced), which makes
+    /// each retain and release slow.
+    @exclusivity(unchecked) private(set) var ownerContextIdentity: ObjectIdentifier?
     /// What the model being written holds while it is in no context (see ``ModelObject/held``).
     @exclusivity(unchecked) var ownerHeld: [AnyObject] = []
     /// Whether a reference property (a `ModelRef` or `ModelArray`, even an empty one) was written:
@@ -49,6 +57,10 @@ final class GraphStreamWriter {
     /// that is not among those written is written as a pointer, and its target is not followed
     /// (the store has it already), so the record holds what changed and nothing more.
     @exclusivity(unchecked) var boundary: ModelContext?
+    /// Whether every reference to a queued model looks its target up in the owner's context, as
+    /// all of them did before the check by context and class (``pointerToQueued(_:id:at:)``): the
+    /// tests compare the two outputs byte for byte.
+    @exclusivity(unchecked) var looksUpQueuedTargets = false
     /// What a long write reports its models to, and asks whether to stop (asynchronous writes).
     @exclusivity(unchecked) var progress: WriteProgress?
     /// Open containers inside the current model's properties, innermost last (true: object).
@@ -156,13 +168,13 @@ final class GraphStreamWriter {
         let known = positions.insert(id, index: next) ?? next
         if known == next {
             queue.append(model)
-            queued.append(ObjectIdentifier(model))
+            queued.append(QueuedModel(model))
             if let objectId { objectIds[next] = objectId }
             return next
         }
         // A model of the written context is its context's instance; the others must be the
         // instance queued first.
-        guard known < queueBase || queued[known - queueBase] == ObjectIdentifier(model) else {
+        guard known < queueBase || queued[known - queueBase].identity == ObjectIdentifier(model) else {
             throw SerializationError(
                 .duplicateModelId, modelIndex: next, modelName: M.modelName,
                 expected: "one instance per model id in a graph", found: "two different instances with model id \(id)")
@@ -191,8 +203,11 @@ final class GraphStreamWriter {
         _ = storage.resolveUpdatedAt()  // a write marks the stamp as due without reading the clock
         let metadata = storage.metadata
         // A whole context's own models all resolve there (set once: a context is weakly
-        // referenced, which makes retaining it slow); models reached outside it, in their own.
-        if writtenContext == nil || index >= queueBase { ownerContext = storage.lookupContext }
+        // referenced, which makes retaining it slow); models reached outside it, in their own,
+        // which is set only when it changes (in a walk, it mostly does not), for the same reason.
+        if writtenContext == nil || index >= queueBase, storage.contextIdentity != ownerContextIdentity {
+            ownerContext = storage.lookupContext
+        }
         ownerHeld = storage.box.held
         // Later pointers to this model use its actual object id.
         if metadata.objectId != nil || !objectIds.isEmpty { objectIds[index] = metadata.objectId }
@@ -317,7 +332,10 @@ final class GraphStreamWriter {
     /// A target with a position in the written context is that context's model with the id,
     /// which is where the reference resolves. A target queued by reaching it must be the very
     /// instance the reference resolves to in its owner's context (else it resolves afresh, and a
-    /// second instance with the id is an error).
+    /// second instance with the id is an error). It is when it is the owner's context's own
+    /// model with the id, of the reference's class exactly: a context holds one instance per id,
+    /// so this needs no look-up in the context (a look-up per reference, on top of the one
+    /// that found the position, is what a whole context's writer never pays).
     func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>) -> Bool {
         guard let id = reference.pointee.id else { return false }
         return pointerToQueued(reference, id: id, at: positions.index(of: id))
@@ -328,11 +346,21 @@ final class GraphStreamWriter {
     func pointerToQueued<M: Model>(_ reference: UnsafePointer<ModelRef<M>>, id: ModelID, at known: Int?) -> Bool {
         guard let known else { return false }
         if known >= queueBase {
-            guard let target = ownerContext?.model(M.self, modelId: id), queued[known - queueBase] == ObjectIdentifier(target)
-            else { return false }
+            let entry = queued[known - queueBase]
+            let isOwnersModel =
+                !looksUpQueuedTargets && entry.context != nil && entry.context == ownerContextIdentity
+                && entry.type == ObjectIdentifier(M.self)
+            if !isOwnersModel, !resolvesToQueued(M.self, id: id, entry: entry) { return false }
         }
         writePointer(name: name(of: M.self), id: id, objectId: objectIds.isEmpty ? nil : objectIds[known])
         return true
+    }
+
+    /// Whether a reference to `id` of target type `M`, written by the current model, resolves to
+    /// the queued model `entry` (by looking it up: models of other classes, other contexts).
+    private func resolvesToQueued<M: Model>(_ type: M.Type, id: ModelID, entry: QueuedModel) -> Bool {
+        guard let target = ownerContext?.model(M.self, modelId: id) else { return false }
+        return entry.identity == ObjectIdentifier(target)
     }
 
     private func writePointer(name: String, id: ModelID, objectId: String?) {
@@ -447,6 +475,21 @@ final class GraphStreamWriter {
             sink.beginObject()
             sink.endObject()
         }
+    }
+}
+
+/// What the writer keeps of a model it queued, so that references to it need not read it.
+struct QueuedModel {
+    let identity: ObjectIdentifier
+    /// Its class.
+    let type: ObjectIdentifier
+    /// The context it is in, if any: the context's own instance for its id.
+    let context: ObjectIdentifier?
+
+    init<M: Model>(_ model: M) {
+        identity = ObjectIdentifier(model)
+        type = ObjectIdentifier(Swift.type(of: model))
+        context = model.storage.contextIdentity
     }
 }
 
