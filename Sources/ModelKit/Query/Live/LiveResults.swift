@@ -197,21 +197,24 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     private func place(_ model: M, kind: ModelChangeEvent.Kind, before: M.Properties?) throws(QueryError) -> (from: Int?, to: Int?) {
         try query.guarded {
             // Where it was: by its values before an update, else by its values now (an insertion
-            // or a removal leaves them alone).
-            let probe = try before.map { values in try model.withValues(values) { try order.probe(model) } } ?? order.probe(model)
-            var from: Int? = try order.position(of: probe, in: matches)
-            if let found = from, found < matches.count, matches[found] === model {
-                matches.remove(at: found)
-            } else {
-                from = nil
-            }
-            guard kind != .removed, model.storage.context === query.context, try order.accepts(model) else {
+            // or a removal leaves them alone). The search reads the model's own entry too, so its
+            // values before are put back for the whole search.
+            let from = try before.map { values in try model.withValues(values) { try self.position(of: model) } }
+                ?? self.position(of: model)
+            if let from { self.matches.remove(at: from) }
+            guard kind != .removed, model.storage.context === self.query.context, try self.order.accepts(model) else {
                 return (from, nil)
             }
-            let to = try order.position(of: order.probe(model), in: matches)
-            matches.insert(model, at: to)
+            let to = try self.order.position(of: self.order.probe(model), in: self.matches)
+            self.matches.insert(model, at: to)
             return (from, to)
         }
+    }
+
+    /// Where `model` is in the matches, by its values now; `nil` when it isn't there.
+    private func position(of model: M) throws -> Int? {
+        let found = try order.position(of: order.probe(model), in: matches)
+        return found < matches.count && matches[found] === model ? found : nil
     }
 
     /// Runs the query again and compares: for filters and orders that read other models.
