@@ -1,6 +1,7 @@
 import Foundation
 import ModelKit
 import ModelKitTestSupport
+import Observation
 import Testing
 
 @Suite("Live results")
@@ -25,6 +26,78 @@ import Testing
         writers[3].age = 75
         #expect(live.map(\.age) == [10, 5, 4, 2, 0])
         #expect(changes.last == LiveChangeSet(deletions: [3]))
+        token.cancel()
+    }
+
+    @Test("Reading live results under observation tracking fires on the next update that changes them, and not on a change they don't show")
+    func observationTracking() throws {
+        let context = ModelContext()
+        let writer = LiveWriter.instance(in: context)
+        let live = try LiveWriter.query(in: context).where(\.age, .greaterThan(10)).live()
+        final class Flag: @unchecked Sendable { var fired = false }
+        let flag = Flag()
+        withObservationTracking { _ = live.count } onChange: { flag.fired = true }
+        writer.name = "not shown"  // doesn't match before or after: no update
+        #expect(!flag.fired)
+        writer.age = 20
+        #expect(flag.fired)
+        #expect(live.totalCount == 1 && live.exists)
+    }
+
+    @Test("The change stream delivers each change set in order, and ends when the live results go away")
+    func changeStream() async throws {
+        let context = ModelContext()
+        var live: LiveResults<LiveWriter>? = try LiveWriter.query(in: context).sorted(by: \.age).live()
+        let stream = live!.changes()
+        let first = LiveWriter.instance(in: context)
+        first.age = 5
+        LiveWriter.instance(in: context).age = 1  // before `first`, at 0 as its default age was
+        first.removeFromContext()
+        live = nil
+        var received: [LiveChangeSet] = []
+        for await change in stream { received.append(change) }
+        #expect(
+            received == [
+                LiveChangeSet(insertions: [0]), LiveChangeSet(modifications: [0]), LiveChangeSet(insertions: [0]),
+                LiveChangeSet(modifications: [0]), LiveChangeSet(deletions: [1]),
+            ])
+    }
+
+    @Test("A live query works in a ModelActor's context as on the main actor")
+    func inModelActor() async throws {
+        actor Worker: ModelActor {
+            let modelContext = ModelContext()
+            func run() throws -> [String] {
+                let live = try LiveWriter.query(in: modelContext).where(\.age, .lessThan(50)).sorted(by: \.name).live()
+                var shown: [String] = []
+                let token = live.observe { results, _ in shown = results.map(\.name) }
+                for (name, age) in [("b", 10), ("a", 20), ("c", 90)] {
+                    let writer = LiveWriter.instance(in: modelContext)
+                    writer.name = name
+                    writer.age = age
+                }
+                token.cancel()
+                return shown
+            }
+        }
+        #expect(try await Worker().run() == ["a", "b"])
+    }
+
+    @Test("A window shows its slice of the matches, and change sets are relative to the window")
+    func window() throws {
+        let context = ModelContext()
+        let writers = (0..<5).map { index in
+            let writer = LiveWriter.instance(in: context)
+            writer.age = index * 10
+            return writer
+        }
+        let live = try LiveWriter.query(in: context).sorted(by: \.age).offset(1).limit(2).live()
+        var changes: [LiveChangeSet] = []
+        let token = live.observe { _, change in changes.append(change) }
+        #expect(live.map(\.age) == [10, 20])
+        writers[4].age = 5  // enters before the window: 0, 5 | 10 | 20, 30
+        #expect(live.map(\.age) == [5, 10])
+        #expect(changes == [LiveChangeSet(deletions: [1], insertions: [0])])
         token.cancel()
     }
 }
