@@ -120,7 +120,8 @@ final class LiveBook: ModelObject<LiveBook.Properties> {
                 // object id) and new ones.
                 let other = ModelContext()
                 for _ in 0..<Int.random(in: 1...4, using: &random) {
-                    if let existing = writers.randomElement(using: &random), let objectId = existing.objectId, random.chance(0.7) {
+                    if let existing = writers.randomElement(using: &random), let objectId = existing.objectId, random.chance(0.7)
+                    {
                         randomize(LiveWriter.instance(objectId: objectId, in: other), &random)
                     } else {
                         _ = newWriter(in: other)

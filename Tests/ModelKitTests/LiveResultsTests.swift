@@ -16,7 +16,9 @@ import Testing
             writer.age = index
             return writer
         }
-        let live = try LiveWriter.query(in: context).filter("name BEGINSWITH[c] 'e' OR age < 15").sorted(by: "age", ascending: false).live()
+        let live = try LiveWriter.query(in: context).filter("name BEGINSWITH[c] 'e' OR age < 15").sorted(
+            by: "age", ascending: false
+        ).live()
         var changes: [LiveChangeSet] = []
         let token = live.observe { _, change in changes.append(change) }
         #expect(live.map(\.age) == [5, 4, 3, 2, 1, 0])
@@ -29,14 +31,20 @@ import Testing
         token.cancel()
     }
 
-    @Test("Reading live results under observation tracking fires on the next update that changes them, and not on a change they don't show")
+    @Test(
+        "Reading live results under observation tracking fires on the next update that changes them, and not on a change they don't show"
+    )
     func observationTracking() throws {
         let context = ModelContext()
         let writer = LiveWriter.instance(in: context)
         let live = try LiveWriter.query(in: context).where(\.age, .greaterThan(10)).live()
         final class Flag: @unchecked Sendable { var fired = false }
         let flag = Flag()
-        withObservationTracking { _ = live.count } onChange: { flag.fired = true }
+        withObservationTracking {
+            _ = live.count
+        } onChange: {
+            flag.fired = true
+        }
         writer.name = "not shown"  // doesn't match before or after: no update
         #expect(!flag.fired)
         writer.age = 20

@@ -194,12 +194,15 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
 
     /// Moves `model` to where it belongs now: removed from where its values before the event
     /// put it, inserted where they put it now if it matches. Returns both positions.
-    private func place(_ model: M, kind: ModelChangeEvent.Kind, before: M.Properties?) throws(QueryError) -> (from: Int?, to: Int?) {
+    private func place(_ model: M, kind: ModelChangeEvent.Kind, before: M.Properties?) throws(QueryError) -> (
+        from: Int?, to: Int?
+    ) {
         try query.guarded {
             // Where it was: by its values before an update, else by its values now (an insertion
             // or a removal leaves them alone). The search reads the model's own entry too, so its
             // values before are put back for the whole search.
-            let from = try before.map { values in try model.withValues(values) { try self.position(of: model) } }
+            let from =
+                try before.map { values in try model.withValues(values) { try self.position(of: model) } }
                 ?? self.position(of: model)
             if let from { self.matches.remove(at: from) }
             guard kind != .removed, model.storage.context === self.query.context, try self.order.accepts(model) else {
