@@ -108,4 +108,20 @@ import Testing
         #expect(changes == [LiveChangeSet(deletions: [1], insertions: [0])])
         token.cancel()
     }
+
+    @Test("A filter through a reference follows changes of the referenced model, by running the query again")
+    func throughReference() throws {
+        let context = ModelContext()
+        let writer = LiveWriter.instance(in: context)
+        let book = LiveBook.instance(in: context)
+        book.writer = writer
+        let live = try LiveBook.query(in: context).where("writer.age", .greaterThan(30)).live()
+        var changes: [LiveChangeSet] = []
+        let token = live.observe { _, change in changes.append(change) }
+        #expect(live.isEmpty)
+        writer.age = 40  // a change of another model's type
+        #expect(live.map(\.modelId) == [book.modelId])
+        #expect(changes == [LiveChangeSet(insertions: [0])])
+        token.cancel()
+    }
 }
