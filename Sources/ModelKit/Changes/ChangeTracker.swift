@@ -226,7 +226,9 @@ import Synchronization
 // `state`'s lock, and called by the code that reports a change, in the observed context's domain;
 // only adding and removing (a token's cancel) may come from elsewhere.
 final class ObserverList: @unchecked Sendable {
-    typealias Callback = (ModelChangeEvent, AnyObject?) -> Void
+    /// The event, the model it happened to, and for an update, the model's `Properties` before
+    /// it (live result sets find where the model was in their order by them).
+    typealias Callback = (ModelChangeEvent, AnyObject?, Any?) -> Void
 
     private struct State {
         var nextId: UInt64 = 0
@@ -261,10 +263,10 @@ final class ObserverList: @unchecked Sendable {
 
     /// Calls every observer with `event`. The list is copied first: observers may add or remove
     /// observers, or read and write models, from their callbacks.
-    func notify(_ event: ModelChangeEvent, model: AnyObject?) {
+    func notify(_ event: ModelChangeEvent, model: AnyObject?, before: Any? = nil) {
         guard !isEmpty else { return }
         let callbacks = state.withLock { $0.entries.map(\.callback) }
-        for callback in callbacks { callback(event, model) }
+        for callback in callbacks { callback(event, model, before) }
     }
 }
 
@@ -382,11 +384,11 @@ extension Model {
         let changes = ModelChanges.between(Self.encoded(before), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
         registerUndo(restoring: before)
-        report(changes, batched: false)
+        report(changes, batched: false, before: before)
     }
 
     /// Stamps `updatedAt`, tells the context and delivers `changes` to everybody listening.
-    func report(_ changes: ModelChanges, batched: Bool) {
+    func report(_ changes: ModelChanges, batched: Bool, before: Properties) {
         let now = Date()
         let storage = self.storage
         storage.stampPending = false
@@ -398,7 +400,7 @@ extension Model {
         }
         let event = ModelChangeEvent(kind: .updated, modelId: id, modelName: Self.modelName, changes: changes)
         tracker?.observers?.notify(event, model: self)
-        context?.changeObservers.notify(event, model: self)
+        context?.changeObservers.notify(event, model: self, before: before)
     }
 
     /// The persisted properties `values` as an object; empty when they fail to encode.

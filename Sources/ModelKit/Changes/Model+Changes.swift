@@ -156,7 +156,7 @@ extension Model {
         let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
         registerUndo(restoring: start)
-        report(changes, batched: true)
+        report(changes, batched: true, before: start)
     }
 
     /// Runs `body` between ``beginChanges()`` and ``endChanges()``, so that its changes are
@@ -200,7 +200,7 @@ extension Model {
         storage.context?.noteIndexedWrite(self)
         if let before {
             let changes = ModelChanges.between(Self.encoded(before), Self.encoded(values))
-            if !changes.isEmpty { report(changes, batched: true) }
+            if !changes.isEmpty { report(changes, batched: true, before: before) }
         }
     }
 }

@@ -22,7 +22,7 @@ extension Model {
     /// - Returns: The token that keeps the observer registered. Keep it.
     public func observeChanges(_ body: @escaping (Self, ModelChanges) -> Void) -> ObservationToken {
         let list = observerList
-        let id = list.add { event, model in
+        let id = list.add { event, model, _ in
             guard event.kind == .updated, let model else { return }
             body(unsafeDowncast(model, to: Self.self), event.changes)
         }.id
@@ -46,7 +46,7 @@ extension Model {
     ) -> AsyncStream<ModelChangeEvent> {
         let list = observerList
         let (stream, continuation) = AsyncStream.makeStream(of: ModelChangeEvent.self, bufferingPolicy: bufferingPolicy)
-        let id = list.add { event, _ in continuation.yield(event) }.id
+        let id = list.add { event, _, _ in continuation.yield(event) }.id
         continuation.onTermination = { _ in list.remove(id) }
         return stream
     }

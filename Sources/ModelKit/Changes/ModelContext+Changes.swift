@@ -131,7 +131,7 @@ extension ModelContext {
     /// - Complexity: O(1) to register; every later change of the context's models is compared
     ///   with its values before (O(n) in the size of the model's properties) while it is observed.
     public func observeChanges(_ body: @escaping (ModelChangeEvent) -> Void) -> ObservationToken {
-        ObservationToken(list: changeObservers, id: addChangeObserver { event, _ in body(event) })
+        ObservationToken(list: changeObservers, id: addChangeObserver { event, _, _ in body(event) })
     }
 
     /// Every model inserted into, updated in or removed from this context, as it happens, as an
@@ -154,13 +154,13 @@ extension ModelContext {
         bufferingPolicy: AsyncStream<ModelChangeEvent>.Continuation.BufferingPolicy = .unbounded
     ) -> AsyncStream<ModelChangeEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: ModelChangeEvent.self, bufferingPolicy: bufferingPolicy)
-        let id = addChangeObserver { event, _ in continuation.yield(event) }
+        let id = addChangeObserver { event, _, _ in continuation.yield(event) }
         let observers = changeObservers
         continuation.onTermination = { _ in observers.remove(id) }
         return stream
     }
 
-    private func addChangeObserver(_ callback: @escaping ObserverList.Callback) -> UInt64 {
+    func addChangeObserver(_ callback: @escaping ObserverList.Callback) -> UInt64 {
         let (id, wasEmpty) = changeObservers.add(callback)
         if wasEmpty { ChangeEpoch.advance() }  // models that write quietly must report again
         return id

@@ -11,20 +11,24 @@
 /// Cancelling is thread-safe and idempotent. A callback already running on another thread may
 /// finish after `cancel()` returns; no callback starts after that.
 public final class ObservationToken: Sendable, Hashable {
-    private let list: ObserverList
-    private let id: UInt64
+    /// Removes the observer from its list; idempotent.
+    private let remove: @Sendable () -> Void
 
     init(list: ObserverList, id: UInt64) {
-        self.list = list
-        self.id = id
+        remove = { list.remove(id) }
+    }
+
+    /// A token that calls `remove` to stop its observer (which must tolerate repeated calls).
+    init(remove: @escaping @Sendable () -> Void) {
+        self.remove = remove
     }
 
     /// Stops the observer.
     public func cancel() {
-        list.remove(id)
+        remove()
     }
 
-    deinit { list.remove(id) }
+    deinit { remove() }
 
     public static func == (lhs: ObservationToken, rhs: ObservationToken) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }

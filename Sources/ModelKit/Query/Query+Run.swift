@@ -135,7 +135,7 @@ extension Query {
         }
     }
 
-    private func validate(_ key: SortKey<M>, template: ModelValue.Object?) throws {
+    func validate(_ key: SortKey<M>, template: ModelValue.Object?) throws {
         switch key {
         case .typed: return
         case .keyed(let path, _, _), .distance(let path, _):
@@ -207,7 +207,7 @@ extension Query {
         }
     }
 
-    private static func flipped(_ result: ComparisonResult) -> ComparisonResult {
+    static func flipped(_ result: ComparisonResult) -> ComparisonResult {
         switch result {
         case .orderedAscending: .orderedDescending
         case .orderedDescending: .orderedAscending
@@ -218,7 +218,7 @@ extension Query {
     /// What a sort key compares for a model: `.null` for a typed key (compared on the model), the
     /// value at a string key (a string folded under the key's options), or the distance of a
     /// point from the centre (infinity without a point).
-    private static func sortValueReader(_ key: SortKey<M>, _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
+    static func sortValueReader(_ key: SortKey<M>, _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
         switch key {
         case .typed:
             return { _ in .null }
@@ -248,7 +248,7 @@ extension Query {
     }
 
     /// The sort order of two values read by string key: nil first, then by value.
-    private static func order(_ a: ModelValue, _ b: ModelValue, options: StringOptions, key: [String]) throws
+    static func order(_ a: ModelValue, _ b: ModelValue, options: StringOptions, key: [String]) throws
         -> ComparisonResult
     {
         switch (a, b) {
@@ -267,7 +267,7 @@ extension Query {
     }
 
     /// Runs `body`, turning any error into a ``QueryError``.
-    private func guarded<T>(_ body: () throws -> T) throws(QueryError) -> T {
+    func guarded<T>(_ body: () throws -> T) throws(QueryError) -> T {
         do {
             return try body()
         } catch let error as QueryError {

@@ -1,0 +1,115 @@
+import Foundation
+
+// Where a model belongs in a live result set: the query's order (its sort keys, then model id,
+// exactly as `Query.results()` orders), and whether the query's filter accepts it, both read from
+// the values the context last *reported* for each model.
+//
+// Models keep their values while a `beginChanges()` batch is open, and report the change only at
+// its end; until then, the results hold such a model where its values at the batch's start put
+// it. So a model in an open batch is read with those values, swapped in for the comparison.
+
+extension Model {
+    /// Runs `body` with the model's properties as they were last reported: the values at the
+    /// start of an open `beginChanges()` batch, else the current ones.
+    func withReportedValues<Result>(_ body: () throws -> Result) rethrows -> Result {
+        guard let tracker = storage.tracker, tracker.batchDepth > 0, let start = tracker.batchStart else { return try body() }
+        return try withValues(start, body)
+    }
+
+    /// Runs `body` with `values` in place of the model's properties, then puts them back: to
+    /// find where the model was before a change, by the order that reads models in place.
+    func withValues<Result>(_ values: Properties, _ body: () throws -> Result) rethrows -> Result {
+        let current = storage.values
+        storage.values = values
+        defer { storage.values = current }
+        return try body()
+    }
+}
+
+/// The order and filter of one live query, read for one model at a time.
+struct LiveOrder<M: Model> {
+    let query: Query<M>
+
+    /// One model's place in the order, read once: the values of its string keys (folded under
+    /// their options) and distances; typed keys compare the models themselves.
+    struct Probe {
+        let model: M
+        let id: ModelID
+        let values: [ModelValue]
+    }
+
+    /// Reads `model`'s sort values, with its reported values.
+    func probe(_ model: M) throws -> Probe {
+        try model.withReportedValues {
+            let evaluator = PropertyValues<M>()  // fresh: it keeps the last model's encoding
+            let values = try query.sortKeys.map { try Query<M>.sortValueReader($0, evaluator)(model) }
+            return Probe(model: model, id: model.modelId, values: values)
+        }
+    }
+
+    /// Whether the query's filter accepts `model`, with its reported values.
+    func accepts(_ model: M) throws -> Bool {
+        let node = query.predicate.node
+        if case .always = node { return true }
+        // A new program per question: the program's value reader keeps the encoding of the last
+        // model it read, which a write since would make stale.
+        let program = ScanProgram(node, reader: PropertyValues<M>(), indexes: [])
+        return try model.withReportedValues { try program.matches(model) }
+    }
+
+    /// The first position in `models` at or after `probe` in the order.
+    ///
+    /// - Complexity: O(log n) comparisons.
+    func position(of probe: Probe, in models: OrderedModels<M>) throws -> Int {
+        let evaluator = PropertyValues<M>()
+        let readers = query.sortKeys.map { Query<M>.sortValueReader($0, evaluator) }
+        return try models.partitioningIndex { entry in
+            try entry.withReportedValues { try compare(probe, entry, readers) } != .orderedDescending
+        }
+    }
+
+    /// The order of `probe`'s model and `entry`, by the sort keys, then by id.
+    private func compare(_ probe: Probe, _ entry: M, _ readers: [(M) throws -> ModelValue]) throws -> ComparisonResult {
+        for (column, key) in query.sortKeys.enumerated() {
+            let result: ComparisonResult
+            switch key {
+            case .typed(let ascending, _, let compare):
+                let order = compare(probe.model, entry)
+                result = ascending ? order : Query<M>.flipped(order)
+            case .keyed(let path, let ascending, _):
+                let order = try Query<M>.order(probe.values[column], readers[column](entry), options: [], key: path)
+                result = ascending ? order : Query<M>.flipped(order)
+            case .distance(let path, _):
+                result = try Query<M>.order(probe.values[column], readers[column](entry), options: [], key: path)
+            }
+            if result != .orderedSame { return result }
+        }
+        let id = entry.modelId
+        return probe.id == id ? .orderedSame : (probe.id < id ? .orderedAscending : .orderedDescending)
+    }
+
+    /// Whether the filter or the order may read other models (through references), so that a
+    /// change of any model may move or admit one of the results.
+    var readsOtherModels: Bool {
+        let layout = PropertyLayout.of(M.self)
+        func crosses(_ path: [String]) -> Bool {
+            path.count > 1 && layout.fields[path.joined(separator: ".")] == nil
+        }
+        func crosses(_ node: ModelPredicate<M>.Node) -> Bool {
+            switch node {
+            case .always, .tooDeep, .typed, .inPlace: false
+            case .related: true
+            case .keyed(let path, _): crosses(path)
+            case .and(let nodes), .or(let nodes): nodes.contains { crosses($0) }
+            case .not(let node): crosses(node)
+            }
+        }
+        return crosses(query.predicate.node)
+            || query.sortKeys.contains { key in
+                switch key {
+                case .typed: false
+                case .keyed(let path, _, _), .distance(let path, _): crosses(path)
+                }
+            }
+    }
+}

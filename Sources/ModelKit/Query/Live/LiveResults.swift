@@ -1,0 +1,318 @@
+import Foundation
+import Observation
+
+/// The results of a query that keep themselves up to date: the models that match, in the query's
+/// order and window, as a collection that follows every insertion, change, removal, load, merge
+/// and undo in its context, and says what each update changed.
+///
+/// ```swift
+/// let live = try Author.query(in: context).where(\.age, .greaterThan(30)).sorted(by: \.name).live()
+/// let token = live.observe { results, change in
+///     print(change.insertions, change.deletions, results.count)
+/// }
+/// Author.instance(in: context).age = 40    // one change set: an insertion
+/// ```
+///
+/// A live result set is `Observable`: reading it in `withObservationTracking` or a SwiftUI view's
+/// `body` tracks it. Updates are incremental: a change reads only the model it touched, and moves
+/// it within the sorted results by binary search; the query isn't run again. (A filter or order
+/// that reads other models through references is the exception: any change in the context runs
+/// it again, and the change set is computed by comparing the results.)
+///
+/// A live result set belongs to its context's isolation domain, like the models it holds. It
+/// stops following the context when it is released.
+public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
+    public typealias Index = Int
+    public typealias Element = M
+
+    /// The query, without its window: the results hold all matches, the collection shows the
+    /// window.
+    private let order: LiveOrder<M>
+    private let window: (offset: Int, limit: Int?)
+    private let readsOtherModels: Bool
+    /// Every match, in the query's order.
+    private var matches: OrderedModels<M>
+    private var contextToken: ObservationToken?
+    private let observers = LiveObservers()
+    private let registrar = ObservationRegistrar()
+    /// Advanced by every update; observed reads register on it.
+    private var version = 0
+
+    /// The error of the last update that could not place a model, or `nil`. A model whose filter
+    /// or sort value can't be read counts as not matching.
+    public private(set) var lastError: QueryError?
+
+    init(_ query: Query<M>) throws(QueryError) {
+        var all = query
+        all.limitCount = nil
+        all.offsetCount = 0
+        order = LiveOrder(query: all)
+        window = (query.offsetCount, query.limitCount)
+        readsOtherModels = order.readsOtherModels
+        matches = OrderedModels(try Self.run(all))
+        let context = query.context
+        contextToken = ObservationToken(
+            list: context.changeObservers,
+            id: context.addChangeObserver { [weak self] event, model, before in
+                self?.handle(event, model: model, before: before)
+            })
+    }
+
+    // MARK: - The collection
+
+    public var startIndex: Int { 0 }
+
+    /// The number of results in the window.
+    ///
+    /// - Complexity: O(1).
+    public var endIndex: Int {
+        access()
+        return windowCount
+    }
+
+    /// The model at `position`.
+    ///
+    /// - Complexity: O(log(n / 512)) for n matches.
+    public subscript(position: Int) -> M {
+        access()
+        precondition(position >= 0 && position < windowCount, "index \(position) out of range 0..<\(windowCount)")
+        return matches[window.offset + position]
+    }
+
+    /// How many models match, ignoring the query's limit and offset: a live count.
+    ///
+    /// ```swift
+    /// let unread = try Message.query(in: context).where(\.isRead, .equals(false)).live()
+    /// badge.text = "\(unread.totalCount)"
+    /// ```
+    ///
+    /// - Complexity: O(1).
+    public var totalCount: Int {
+        access()
+        return matches.count
+    }
+
+    /// Whether any model matches, ignoring the query's limit and offset: a live "exists".
+    ///
+    /// - Complexity: O(1).
+    public var exists: Bool { totalCount > 0 }
+
+    private var windowCount: Int {
+        let available = Swift.max(0, matches.count - window.offset)
+        return window.limit.map { Swift.min($0, available) } ?? available
+    }
+
+    private func access() {
+        registrar.access(self, keyPath: \.version)
+    }
+
+    // MARK: - Observers
+
+    /// Calls `body` with the results and what changed, after every update that changed what
+    /// they show, until the token is cancelled or released.
+    ///
+    /// `body` runs synchronously in the context's domain, right after the change; the results
+    /// are already updated. Apply the change set to what your list showed (see
+    /// ``LiveChangeSet``).
+    ///
+    /// ```swift
+    /// let token = live.observe { results, change in
+    ///     tableView.performBatchUpdates { /* change.deletions, change.insertions… */ }
+    /// }
+    /// ```
+    ///
+    /// - Complexity: O(1) to register.
+    public func observe(_ body: @escaping (LiveResults<M>, LiveChangeSet) -> Void) -> ObservationToken {
+        let id = observers.add { [unowned self] change in body(self, change) }
+        let observers = self.observers
+        return ObservationToken { observers.remove(id) }
+    }
+
+    /// Every update's change set, as an asynchronous sequence. Each change set applies to the
+    /// results as the one before left them; the first applies to the results at this call.
+    ///
+    /// ```swift
+    /// for await change in live.changes() {
+    ///     print(change.insertions)
+    /// }
+    /// ```
+    ///
+    /// The sequence is registered at the call; change sets are buffered until read (pass
+    /// `bufferingPolicy:` to limit that). It ends when the iteration stops or the stream is
+    /// released.
+    public func changes(
+        bufferingPolicy: AsyncStream<LiveChangeSet>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<LiveChangeSet> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LiveChangeSet.self, bufferingPolicy: bufferingPolicy)
+        let id = observers.add({ continuation.yield($0) }, finish: { continuation.finish() })
+        let observers = self.observers
+        continuation.onTermination = { _ in observers.remove(id) }
+        return stream
+    }
+
+    deinit {
+        contextToken?.cancel()
+        observers.finish()
+    }
+
+    // MARK: - Updates
+
+    /// Places the model an event is about, and tells observers what the window showed changed.
+    private func handle(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
+        guard let model = model as? M else {
+            if readsOtherModels { rerun(modified: nil) }
+            return
+        }
+        if readsOtherModels {
+            rerun(modified: event.kind == .updated ? model : nil)
+            return
+        }
+        let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
+        let moved: (from: Int?, to: Int?)
+        do {
+            moved = try place(model, kind: event.kind, before: before as? M.Properties)
+        } catch {
+            lastError = error
+            return
+        }
+        var change: LiveChangeSet
+        if let oldWindow {
+            let modified: Set<ObjectIdentifier> = event.kind == .updated ? [ObjectIdentifier(model)] : []
+            change = LiveChangeSet.between(oldWindow, windowIdentifiers(), modified: modified)
+        } else {
+            change = LiveChangeSet()
+            switch moved {
+            case (nil, nil): break
+            case (let from?, nil): change.deletions = [from]
+            case (nil, let to?): change.insertions = [to]
+            case (let from?, let to?):
+                if from == to { change.modifications = [from] } else { change.moves = [.init(from: from, to: to)] }
+            }
+        }
+        deliver(change)
+    }
+
+    /// Moves `model` to where it belongs now: removed from where its values before the event
+    /// put it, inserted where they put it now if it matches. Returns both positions.
+    private func place(_ model: M, kind: ModelChangeEvent.Kind, before: M.Properties?) throws(QueryError) -> (
+        from: Int?, to: Int?
+    ) {
+        try query.guarded {
+            // Where it was: by its values before an update, else by its values now (an insertion
+            // or a removal leaves them alone). The search reads the model's own entry too, so its
+            // values before are put back for the whole search.
+            let from =
+                try before.map { values in try model.withValues(values) { try self.position(of: model) } }
+                ?? self.position(of: model)
+            if let from { self.matches.remove(at: from) }
+            guard kind != .removed, model.storage.context === self.query.context, try self.order.accepts(model) else {
+                return (from, nil)
+            }
+            let to = try self.order.position(of: self.order.probe(model), in: self.matches)
+            self.matches.insert(model, at: to)
+            return (from, to)
+        }
+    }
+
+    /// Where `model` is in the matches, by its values now; `nil` when it isn't there.
+    private func position(of model: M) throws -> Int? {
+        let found = try order.position(of: order.probe(model), in: matches)
+        return found < matches.count && matches[found] === model ? found : nil
+    }
+
+    /// Runs the query again and compares: for filters and orders that read other models.
+    private func rerun(modified: M?) {
+        let oldWindow = windowIdentifiers()
+        do {
+            matches = OrderedModels(try Self.run(query))
+        } catch {
+            lastError = error
+            return
+        }
+        let modified: Set<ObjectIdentifier> = modified.map { [ObjectIdentifier($0)] } ?? []
+        deliver(LiveChangeSet.between(oldWindow, windowIdentifiers(), modified: modified))
+    }
+
+    private func deliver(_ change: LiveChangeSet) {
+        guard !change.isEmpty else { return }
+        registrar.willSet(self, keyPath: \.version)
+        version &+= 1
+        registrar.didSet(self, keyPath: \.version)
+        observers.notify(change)
+    }
+
+    private func windowIdentifiers() -> [ObjectIdentifier] {
+        (0..<windowCount).map { ObjectIdentifier(matches[window.offset + $0]) }
+    }
+
+    private var query: Query<M> { order.query }
+
+    /// All matches of `query` (no window), in its order: by model id without sort keys.
+    private static func run(_ query: Query<M>) throws(QueryError) -> [M] {
+        let results = try query.results()
+        guard query.sortKeys.isEmpty else { return results }
+        return results.sorted { $0.modelId < $1.modelId }
+    }
+}
+
+/// The closure observers and streams of a live result set. Adding and removing are
+/// thread-safe (a token may be cancelled anywhere); calls happen in the context's domain.
+// Unchecked: the callbacks are only stored and copied under the lock, and called by the live
+// result set in its context's domain.
+final class LiveObservers: @unchecked Sendable {
+    typealias Callback = (LiveChangeSet) -> Void
+    private struct Entry {
+        let id: UInt64
+        let callback: Callback
+        /// Ends a stream when the results go away.
+        let finish: (() -> Void)?
+    }
+    private let state = Locked((nextId: UInt64(0), entries: [Entry]()))
+
+    func add(_ callback: @escaping Callback, finish: (() -> Void)? = nil) -> UInt64 {
+        state.withLock { state in
+            state.nextId += 1
+            state.entries.append(Entry(id: state.nextId, callback: callback, finish: finish))
+            return state.nextId
+        }
+    }
+
+    func remove(_ id: UInt64) {
+        state.withLock { state in state.entries.removeAll { $0.id == id } }
+    }
+
+    func notify(_ change: LiveChangeSet) {
+        let callbacks = state.withLock { $0.entries.map(\.callback) }
+        for callback in callbacks { callback(change) }
+    }
+
+    /// Drops every observer and ends every stream: the results are gone.
+    func finish() {
+        let entries = state.withLock { state in
+            defer { state.entries.removeAll() }
+            return state.entries
+        }
+        for entry in entries { entry.finish?() }
+    }
+}
+
+extension Query {
+    /// Runs the query and keeps its results up to date: a ``LiveResults`` that follows every
+    /// change in the context, incrementally, and tells observers what changed.
+    ///
+    /// ```swift
+    /// let live = try Author.query(in: context).sorted(by: \.name).limit(50).live()
+    /// print(live.count, live.first?.name ?? "")
+    /// ```
+    ///
+    /// Without sort keys, the results are in model-id order.
+    ///
+    /// - Throws: ``QueryError`` as ``results()`` does.
+    /// - Complexity: As ``results()`` to start. Then, per changed model of the type, O(log n)
+    ///   comparisons to find its old and new places among n matches, and moving at most 512
+    ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. A filter
+    ///   or order through references runs the query again on every change in the context.
+    public func live() throws(QueryError) -> LiveResults<M> {
+        try LiveResults(self)
+    }
+}

@@ -1,0 +1,124 @@
+// The ordered storage of a live result set: a sorted sequence of models kept in chunks of at
+// most `chunkCapacity`, so that inserting or removing one model moves at most a chunk's worth of
+// pointers (and updates one start per chunk), instead of every model after it as one flat array
+// would. A context that loads or clears 100,000 matching models reports each one; with a flat
+// array that was quadratic.
+
+/// Models in order, in chunks; the position of a model is found by binary search.
+struct OrderedModels<Element: AnyObject> {
+    /// The models, in order, a chunk at a time; no chunk is empty.
+    private(set) var chunks: [[Element]] = []
+    /// The position of each chunk's first model in the whole sequence.
+    private var starts: [Int] = []
+    /// How many models there are.
+    private(set) var count = 0
+
+    /// The most models a chunk holds before it splits in two.
+    static var chunkCapacity: Int { 512 }
+
+    init() {}
+
+    /// `sorted`, already in order.
+    init(_ sorted: [Element]) {
+        let size = Self.chunkCapacity / 2
+        for start in stride(from: 0, to: sorted.count, by: size) {
+            starts.append(start)
+            chunks.append(Array(sorted[start..<min(start + size, sorted.count)]))
+        }
+        count = sorted.count
+    }
+
+    /// The model at `position`.
+    ///
+    /// - Complexity: O(log c) for c chunks.
+    subscript(position: Int) -> Element {
+        let chunk = chunk(containing: position)
+        return chunks[chunk][position - starts[chunk]]
+    }
+
+    /// All models, in order.
+    var elements: [Element] { chunks.flatMap { $0 } }
+
+    /// The first position whose model satisfies `isAtOrAfter`, which must be false for a prefix
+    /// of the models and true for the rest; `count` when no model satisfies it.
+    ///
+    /// - Complexity: O(log n) calls of `isAtOrAfter`.
+    func partitioningIndex(where isAtOrAfter: (Element) throws -> Bool) rethrows -> Int {
+        // The first chunk whose last model is at or after, then the first model in it.
+        var low = 0
+        var high = chunks.count
+        while low < high {
+            let middle = (low + high) / 2
+            if try isAtOrAfter(chunks[middle][chunks[middle].count - 1]) { high = middle } else { low = middle + 1 }
+        }
+        guard low < chunks.count else { return count }
+        let chunk = chunks[low]
+        var first = 0
+        var last = chunk.count
+        while first < last {
+            let middle = (first + last) / 2
+            if try isAtOrAfter(chunk[middle]) { last = middle } else { first = middle + 1 }
+        }
+        return starts[low] + first
+    }
+
+    /// Inserts `element` at `position` (0...count).
+    ///
+    /// - Complexity: O(log c + chunkCapacity + c) for c chunks.
+    mutating func insert(_ element: Element, at position: Int) {
+        guard !chunks.isEmpty else {
+            chunks = [[element]]
+            starts = [0]
+            count = 1
+            return
+        }
+        let chunk = position == count ? chunks.count - 1 : chunk(containing: position)
+        chunks[chunk].insert(element, at: position - starts[chunk])
+        count += 1
+        if chunks[chunk].count > Self.chunkCapacity {
+            let half = chunks[chunk].count / 2
+            let tail = Array(chunks[chunk][half...])
+            chunks[chunk].removeSubrange(half...)
+            chunks.insert(tail, at: chunk + 1)
+            starts.insert(0, at: chunk + 1)
+        }
+        recountStarts(from: chunk)
+    }
+
+    /// Removes and returns the model at `position`.
+    ///
+    /// - Complexity: O(log c + chunkCapacity + c) for c chunks.
+    @discardableResult
+    mutating func remove(at position: Int) -> Element {
+        let chunk = chunk(containing: position)
+        let element = chunks[chunk].remove(at: position - starts[chunk])
+        count -= 1
+        if chunks[chunk].isEmpty {
+            chunks.remove(at: chunk)
+            starts.remove(at: chunk)
+        }
+        recountStarts(from: chunk)
+        return element
+    }
+
+    /// The chunk that holds `position` (0..<count): the last chunk starting at or before it.
+    private func chunk(containing position: Int) -> Int {
+        precondition(position >= 0 && position < count, "position \(position) out of 0..<\(count)")
+        var low = 0
+        var high = starts.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if starts[middle] <= position { low = middle } else { high = middle - 1 }
+        }
+        return low
+    }
+
+    private mutating func recountStarts(from chunk: Int) {
+        guard chunk < chunks.count else { return }
+        var start = chunk == 0 ? 0 : starts[chunk - 1] + chunks[chunk - 1].count
+        for index in chunk..<chunks.count {
+            starts[index] = start
+            start += chunks[index].count
+        }
+    }
+}
