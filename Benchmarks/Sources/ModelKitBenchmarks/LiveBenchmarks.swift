@@ -54,7 +54,8 @@ final class LiveBench {
 
     init(n: Int) {
         // An index on age: the peer's fastest query. Not on name: every rename would pay for
-        // keeping it sorted (about 0.1 ms of 100,000 names), on both sides, and hide the rest.
+        // keeping it sorted (about 0.1 ms a rename of 100,000 names, in a first run), on both
+        // sides, and hide the rest.
         fixture = QueryFixture(n: n)
         fixture.context.addIndex(on: \.age, of: QueryAuthor.self)
     }
@@ -244,7 +245,7 @@ extension Benchmarks {
         let unit = operation == .batch ? "a batch of \(min(batchSize, expected)) renames" : "one operation"
         result.notes.append(
             "\(expected) of \(n) authors match, sorted by name; seconds per \(unit) "
-                + "(ModelKit timed \(livePerRun) at a time, the peer \(peerPerRun)); the context indexes age, name and city")
+                + "(ModelKit timed \(livePerRun) at a time, the peer \(peerPerRun)); the context indexes age")
         if let heapStart, let heapLive {
             let liveBytes = heapLive - heapStart
             result.notes.append(
