@@ -82,9 +82,18 @@ extension ModelContext {
     /// Whether any model was inserted, updated or removed since the last ``resetChanges()``: for
     /// example, to save on exit only when something changed.
     ///
+    /// Observable: read inside `withObservationTracking` or a SwiftUI view's body, it notifies
+    /// when it turns true (the first insertion, write or removal) or false (``resetChanges()``,
+    /// a store's save), and not on the changes in between.
+    ///
+    /// ```swift
+    /// Button("Save") { try? store.save() }.disabled(!context.hasChanges)
+    /// ```
+    ///
     /// - Complexity: O(1).
     public var hasChanges: Bool {
-        withRegistry { !$0.log.isEmpty }
+        accessObserved(\.hasChanges)
+        return withRegistry { !$0.log.isEmpty }
     }
 
     /// The inserted models still in the context.

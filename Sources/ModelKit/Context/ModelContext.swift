@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Observation
 
 /// Owns models: at most one instance per ``ModelID`` and per object id, retained until removed.
 /// The Swift counterpart of `MKitModelContext`.
@@ -181,12 +182,35 @@ public final class ModelContext {
     }
 
     /// Runs `body` on the context's tables.
+    ///
+    /// Once ``hasChanges``, ``count`` or a store's ``ModelStore/needsSaving`` was read under
+    /// observation, each call then checks whether they changed and tells their observers: every
+    /// change of the tables goes through here. O(1); one test of `observedState` until then.
     @inline(__always)
     func withRegistry<Result>(_ body: (inout Registry) throws -> Result) rethrows -> Result {
-        try body(&registry)
+        if observedState == nil { return try body(&registry) }
+        defer { publishObservedStateChanges() }
+        return try body(&registry)
+    }
+
+    /// The context's ``hasChanges``, ``count`` and "needs saving", computed from the tables
+    /// without going through `withRegistry` (which calls back here).
+    ///
+    /// - Complexity: O(1).
+    var currentObservedState: ObservedState {
+        let hasChanges = !registry.log.isEmpty
+        return ObservedState(
+            hasChanges: hasChanges, count: registry.models.count,
+            needsSaving: hasChanges || !registry.log.tracked.isEmpty)
     }
     /// Closure observers and streams of the context's changes.
     let changeObservers = ObserverList()
+    /// The Observation framework's bookkeeping for ``hasChanges``, ``count`` and "needs saving"
+    /// (see ModelContext+Observation.swift).
+    let observationRegistrar = ObservationRegistrar()
+    /// The values of ``hasChanges``, ``count`` and "needs saving" last told to observers, or
+    /// `nil` while none was ever read under observation (then nothing is checked).
+    @exclusivity(unchecked) var observedState: ObservedState?
     /// The indexes queries use (see `addIndex(on:of:kind:key:)`).
     let indexRegistry = IndexRegistry()
     /// Advanced by `resetChanges()`; see ``ModelStorage/insertedGeneration``.
@@ -241,12 +265,27 @@ public final class ModelContext {
 
     /// The number of models in the context (the seed's `contextCount`).
     ///
+    /// Observable: read inside `withObservationTracking` or a SwiftUI view's body, it notifies
+    /// when models are inserted, loaded, merged or removed (undo and redo included), not when
+    /// they are only changed.
+    ///
+    /// ```swift
+    /// Text("\(context.count) models")
+    /// ```
+    ///
     /// - Complexity: O(1).
     public var count: Int {
-        withRegistry { $0.models.count }
+        accessObserved(\.count)
+        return withRegistry { $0.models.count }
     }
 
-    /// Whether the context holds no model.
+    /// Whether the context holds no model. Observable, as ``count``.
+    ///
+    /// ```swift
+    /// if context.isEmpty { print("nothing yet") }
+    /// ```
+    ///
+    /// - Complexity: O(1).
     public var isEmpty: Bool { count == 0 }
 
     /// A rough estimate of the memory the context's models use, in bytes (the seed's

@@ -164,8 +164,15 @@ public final class ModelStore {
     /// is also true when only what a backend keeps about a model changed (its server version,
     /// or its state after a push), which ``ModelContext/hasChanges`` does not count.
     ///
+    /// Observable: read inside `withObservationTracking` or a SwiftUI view's body, it notifies
+    /// when it turns true (a change) or false (a save), not on the changes in between.
+    ///
+    /// ```swift
+    /// Button("Save") { try? store.save() }.disabled(!store.needsSaving)
+    /// ```
+    ///
     /// - Complexity: O(1).
-    public var needsSaving: Bool { context.hasChanges || !context.trackingChanged.isEmpty }
+    public var needsSaving: Bool { context.needsSaving }
 
     /// Sizes and counts; see ``Statistics``.
     ///
