@@ -185,10 +185,27 @@ struct KintoServer: Sendable {
             "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
             "requests": .array(requests),
         ]
-        let answer = try await server.request("POST", "/batch", body: create)
-        guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
-            responses.allSatisfy({ $0["status"] == 201 })
-        else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
+        // On PostgreSQL, Kinto answers a write that collided with another transaction 409 "please
+        // retry" and rolls the batch back: sent again, the bucket and collections an earlier
+        // attempt did make (the name is new, so they are ours) answer 412.
+        for attempt in 1...8 {
+            let answer = try await server.request("POST", "/batch", body: create)
+            guard answer.status == 200, case .array(let responses)? = answer.body["responses"] else {
+                throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)")
+            }
+            let statuses = responses.map { response -> Int64 in
+                if case .int(let status)? = response["status"] { return status }
+                return 0
+            }
+            if statuses.contains(409), attempt < 8 {
+                try await Task.sleep(for: .seconds(attempt))
+                continue
+            }
+            guard statuses.allSatisfy({ $0 == 201 || (attempt > 1 && $0 == 412) }) else {
+                throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)")
+            }
+            break
+        }
         return server.service(bucket: bucket)
     }
 
