@@ -1,5 +1,5 @@
 import Foundation
-import ModelKit
+@testable import ModelKit
 import ModelKitTestSupport
 import Observation
 import Testing
@@ -123,5 +123,34 @@ import Testing
         #expect(live.map(\.modelId) == [book.modelId])
         #expect(changes == [LiveChangeSet(insertions: [0])])
         token.cancel()
+    }
+}
+
+/// What `@LiveQuery` (SwiftUI only) shows for a query that can't run, tested where it is decided.
+@Suite("Live results of a query that can't run")
+@MainActor struct FailedLiveResultsTests {
+    @Test("A query that can't run gives empty results that name its error and stay empty")
+    func failedQueryGivesEmptyResults() throws {
+        let context = ModelContext()
+        let writer = LiveWriter.instance(objectId: "f0", in: context)
+        writer.name = "Ann"
+        // A distance below zero: checked when the query runs, not when it is made.
+        let query = LiveWriter.query(in: context).where("name", .within(kilometers: -1, of: GeoPoint(latitude: 0, longitude: 0)))
+        #expect(throws: QueryError.self) { try query.live() }
+        let live = query.liveOrFailed()
+        #expect(live.isEmpty && live.totalCount == 0 && !live.exists)
+        #expect(live.lastError != nil)
+        LiveWriter.instance(objectId: "f1", in: context).name = "Ben"
+        #expect(live.isEmpty)
+    }
+
+    @Test("A query that runs gives the same results as live()")
+    func runningQueryGivesLiveResults() throws {
+        let context = ModelContext()
+        LiveWriter.instance(objectId: "g0", in: context).name = "Ann"
+        let live = LiveWriter.query(in: context).where("name", .beginsWith("A")).liveOrFailed()
+        #expect(live.map(\.name) == ["Ann"] && live.lastError == nil)
+        LiveWriter.instance(objectId: "g1", in: context).name = "Abe"
+        #expect(live.count == 2)
     }
 }

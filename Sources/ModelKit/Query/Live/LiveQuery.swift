@@ -21,9 +21,10 @@ import SwiftUI
 /// ```
 ///
 /// The query's context is the one it was built in: `Author.query()` uses the main actor's current
-/// context, `Author.query(in: context)` the one passed in. A query that can't run (an error in
-/// its text) traps with its ``QueryError``: build such queries with ``Query/live()`` where the
-/// error can be handled, and hold the results in `@State`.
+/// context, `Author.query(in: context)` the one passed in. A query that can't run (a negative
+/// distance, say) shows no results, and their ``LiveResults/lastError`` is its ``QueryError``; to
+/// handle the error where the query is made, build it with ``Query/live()`` and hold the results
+/// in `@State`.
 ///
 /// - Complexity: The query runs once, when the results are first read; then as ``LiveResults``.
 @MainActor @propertyWrapper
@@ -48,13 +49,9 @@ public struct LiveQuery<M: Model>: DynamicProperty {
     /// - Complexity: O(1) after the first read, which runs the query.
     public var wrappedValue: LiveResults<M> {
         if let results = storage.results { return results }
-        do {
-            let results = try makeQuery().live()
-            storage.results = results
-            return results
-        } catch {
-            preconditionFailure("@LiveQuery: the query can't run: \(error)")
-        }
+        let results = makeQuery().liveOrFailed()
+        storage.results = results
+        return results
     }
 }
 #endif

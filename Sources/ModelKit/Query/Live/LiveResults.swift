@@ -58,6 +58,16 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
             })
     }
 
+    /// The results of a query that can't run: empty, following nothing, with `error` as
+    /// ``lastError``. What ``LiveQuery`` shows for such a query, as its value can't throw.
+    init(failed query: Query<M>, error: QueryError) {
+        order = LiveOrder(query: query)
+        window = (query.offsetCount, query.limitCount)
+        readsOtherModels = false
+        matches = OrderedModels([])
+        lastError = error
+    }
+
     // MARK: - The collection
 
     public var startIndex: Int { 0 }
@@ -314,5 +324,15 @@ extension Query {
     ///   or order through references runs the query again on every change in the context.
     public func live() throws(QueryError) -> LiveResults<M> {
         try LiveResults(self)
+    }
+
+    /// ``live()``, or for a query that can't run, empty results whose ``LiveResults/lastError``
+    /// says why: for ``LiveQuery``, whose value can't throw.
+    func liveOrFailed() -> LiveResults<M> {
+        do throws(QueryError) {
+            return try live()
+        } catch {
+            return LiveResults(failed: self, error: error)
+        }
     }
 }
