@@ -222,18 +222,29 @@ struct Checker {
         }
     }
 
-    func updateConflict() async throws {
+    /// A note saved as "Original" from one context, then fetched, changed to "Theirs" and saved
+    /// from another: the first context's copy is one version behind. The contexts are returned
+    /// so that they outlive the models.
+    private func noteChangedElsewhere() async throws -> (
+        note: ConformanceNote, context: ModelContext, theirs: ConformanceNote, otherContext: ModelContext
+    ) {
         let context = ModelContext()
         let note = ConformanceNote.instance(in: context)
         note.title = "Original"
         try await service.save(note)
-        let objectId = note.objectId ?? ""
 
         let otherContext = ModelContext()
-        let theirs = ConformanceNote.instance(objectId: objectId, in: otherContext)
+        let theirs = ConformanceNote.instance(objectId: note.objectId ?? "", in: otherContext)
         try await service.fetch(theirs)
         theirs.title = "Theirs"
         try await service.save(theirs)
+        return (note, context, theirs, otherContext)
+    }
+
+    func updateConflict() async throws {
+        let (note, context, theirs, otherContext) = try await noteChangedElsewhere()
+        defer { withExtendedLifetime((context, otherContext)) {} }
+        let objectId = note.objectId ?? ""
 
         note.title = "Mine"
         let error = try await expectError(.conflict, "an update of a record changed since") { () async throws(ServiceError) in
@@ -274,17 +285,9 @@ struct Checker {
     }
 
     func deleteConflict() async throws {
-        let context = ModelContext()
-        let note = ConformanceNote.instance(in: context)
-        note.title = "Original"
-        try await service.save(note)
+        let (note, context, _, otherContext) = try await noteChangedElsewhere()
+        defer { withExtendedLifetime(otherContext) {} }
         let objectId = note.objectId ?? ""
-
-        let otherContext = ModelContext()
-        let theirs = ConformanceNote.instance(objectId: objectId, in: otherContext)
-        try await service.fetch(theirs)
-        theirs.title = "Theirs"
-        try await service.save(theirs)
 
         _ = try await expectError(.conflict, "a delete with an older version") { () async throws(ServiceError) in
             try await service.delete(note)
