@@ -1,3 +1,5 @@
+import Foundation
+
 /// Whether the `count` bytes at `a` and `b` are equal: `memcmp(a, b, count) == 0`, inlined.
 ///
 /// The readers compare short runs of bytes (keys, the fixed parts of headers and pointers) a
@@ -33,4 +35,22 @@ func bytesEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Boo
         difference |= a.load(fromByteOffset: offset, as: UInt8.self) ^ b.load(fromByteOffset: offset, as: UInt8.self)
     }
     return difference == 0
+}
+
+/// Whether `bytes[start..<end]` is exactly the UTF-8 of `text`: how the tree documents compare a
+/// string in the file with a key or tag without making a `String`.
+@inline(__always)
+func bytes(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, equal text: StaticString) -> Bool {
+    let count = text.utf8CodeUnitCount
+    return end - start == count && (count == 0 || memcmp(bytes.baseAddress! + start, text.utf8Start, count) == 0)
+}
+
+/// Whether `bytes[start..<end]` is exactly the UTF-8 of `text` (see the `StaticString` form).
+@inline(__always)
+func bytes(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, equal text: String) -> Bool {
+    var text = text
+    return text.withUTF8 { wanted in
+        end - start == wanted.count
+            && (wanted.isEmpty || memcmp(bytes.baseAddress! + start, wanted.baseAddress!, wanted.count) == 0)
+    }
 }

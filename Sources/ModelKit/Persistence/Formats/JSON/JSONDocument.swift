@@ -129,18 +129,13 @@ struct JSONDocument: TreeDocument {
     func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool {
         let entry = entry(node)
         if entry.flag { return try string(node) == text.description }
-        let count = text.utf8CodeUnitCount
-        return entry.end - entry.start == count && memcmp(bytes.baseAddress! + entry.start, text.utf8Start, count) == 0
+        return ModelKit.bytes(bytes, from: entry.start, to: entry.end, equal: text)
     }
 
     func stringEquals(_ node: Int, _ text: String) throws -> Bool {
         let entry = entry(node)
         if entry.flag { return try string(node) == text }
-        var text = text
-        return text.withUTF8 { wanted in
-            entry.end - entry.start == wanted.count
-                && (wanted.isEmpty || memcmp(bytes.baseAddress! + entry.start, wanted.baseAddress!, wanted.count) == 0)
-        }
+        return ModelKit.bytes(bytes, from: entry.start, to: entry.end, equal: text)
     }
 
     /// Matches the writer's compact form of a pointer (see `CompactJSON.pointer(model:)`). The

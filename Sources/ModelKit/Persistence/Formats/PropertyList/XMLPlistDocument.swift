@@ -152,19 +152,13 @@ struct XMLPlistDocument: TreeDocument {
     func stringEquals(_ node: Int, _ text: StaticString) throws -> Bool {
         let entry = entry(node)
         if entry.flag { return try string(node) == text.description }
-        let count = text.utf8CodeUnitCount
-        return entry.end - entry.contentStart == count
-            && memcmp(bytes.baseAddress! + entry.contentStart, text.utf8Start, count) == 0
+        return ModelKit.bytes(bytes, from: entry.contentStart, to: entry.end, equal: text)
     }
 
     func stringEquals(_ node: Int, _ text: String) throws -> Bool {
         let entry = entry(node)
         if entry.flag { return try string(node) == text }
-        var text = text
-        return text.withUTF8 { wanted in
-            entry.end - entry.contentStart == wanted.count
-                && (wanted.isEmpty || memcmp(bytes.baseAddress! + entry.contentStart, wanted.baseAddress!, wanted.count) == 0)
-        }
+        return ModelKit.bytes(bytes, from: entry.contentStart, to: entry.end, equal: text)
     }
 
     func modelId(_ node: Int) throws -> ModelID? {
