@@ -85,17 +85,7 @@ public struct ServiceConformance: Sendable {
         } catch {
             throw ConformanceFailure(check, expected: "a service from the factory", found: "\(error)")
         }
-        let checker = Checker(check: check, service: service)
-        do {
-            try await checker.run()
-        } catch let failure as ConformanceFailure {
-            throw failure
-        } catch let error as ServiceError {
-            // The code first: what a test (or a reader) looks for.
-            throw ConformanceFailure(check, expected: "no error", found: "\(error.code): \(error)")
-        } catch {
-            throw ConformanceFailure(check, expected: "no error", found: "\(error)")
-        }
+        try await ConformanceFailure.running(check.rawValue) { try await Checker(check: check, service: service).run() }
     }
 
     /// Runs every check, in order, each on a service of its own, and throws the first failure.
@@ -130,10 +120,25 @@ public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
         self.init(name: check.rawValue, expected: expected, found: found)
     }
 
-    private init(name: String, expected: String, found: String) {
+    init(name: String, expected: String, found: String) {
         check = name
         self.expected = expected
         self.found = found
+    }
+
+    /// Runs the check named `name`, taking whatever it throws as its failure: a
+    /// ``ConformanceFailure`` as it is, anything else as an error where none was expected.
+    static func running(_ name: String, _ body: () async throws -> Void) async throws(ConformanceFailure) {
+        do {
+            try await body()
+        } catch let failure as ConformanceFailure {
+            throw failure
+        } catch let error as ServiceError {
+            // The code first: what a test (or a reader) looks for.
+            throw ConformanceFailure(name: name, expected: "no error", found: "\(error.code): \(error)")
+        } catch {
+            throw ConformanceFailure(name: name, expected: "no error", found: "\(error)")
+        }
     }
 
     public var description: String { "\(check): expected \(expected) but found \(found)" }

@@ -50,15 +50,7 @@ public struct UserServiceConformance: Sendable {
         } catch {
             throw ConformanceFailure(check, expected: "a service from the factory", found: "\(error)")
         }
-        do {
-            try await UserChecker(check: check, service: service).run()
-        } catch let failure as ConformanceFailure {
-            throw failure
-        } catch let error as ServiceError {
-            throw ConformanceFailure(check, expected: "no error", found: "\(error.code): \(error)")
-        } catch {
-            throw ConformanceFailure(check, expected: "no error", found: "\(error)")
-        }
+        try await ConformanceFailure.running(check.rawValue) { try await UserChecker(check: check, service: service).run() }
     }
 }
 
