@@ -175,7 +175,7 @@ struct RemoteQueryTests {
         let plain = try await queryService()
         let service = KintoService(
             url: plain.baseURL, bucket: plain.bucket, user: plain.user, password: (try await KintoServer.shared.value).password,
-            patternFilters: true)
+            timeout: .seconds(120), patternFilters: true)  // the fixture's services' time limit
         let context = ModelContext()
         _ = try await Self.saved(service, in: context)
         let base = Sample.query(in: context)
