@@ -119,6 +119,37 @@ struct SavePipelineTests {
         }
     }
 
+    @Test("A graph of many cycles (each branch and its leaves reference each other) is saved whole, each cycle after nothing it does not reference")
+    func manyCycles() async throws {
+        let service = try await KintoServer.freshService(collections: ["PipeNode"])
+        let context = ModelContext()
+        let root = PipeNode.instance(in: context)
+        root.name = "root"
+        root.children = ModelArray(
+            (0..<90).map { branch in
+                let node = PipeNode.instance(in: context)
+                node.name = "branch \(branch)"
+                node.children = ModelArray(
+                    (0..<10).map { index in
+                        let leaf = PipeNode.instance(in: context)
+                        leaf.name = "leaf \(branch).\(index)"
+                        leaf.children = [node]
+                        return leaf
+                    })
+                return node
+            })
+        try await service.save(root)
+        let stored = try await Self.stored(service)
+        #expect(stored.count == 991)
+        let rootVersion = try #require(stored[root.objectId ?? ""])
+        // The root is in no cycle: it comes after every record it references.
+        for branch in root.children {
+            let version = try #require(stored[branch.objectId ?? ""])
+            #expect(version < rootVersion, "\(branch.name) written after the root")
+        }
+        #expect(context.models(of: PipeNode.self).allSatisfy { $0.modelState == .loaded && !$0.hasChanges })
+    }
+
     @Test("A batch that fails mid-pipeline stops the batches that depend on it; the save reports exactly what was written")
     func failureMidPipeline() async throws {
         let rig = try await Self.rig()
