@@ -68,12 +68,23 @@ extension KintoService: PipelinedWrites {
     /// A method rather than a typed `do`/`catch` in the child task's closure: built that way with
     /// Swift 6.3 in release, the child's index came back corrupt (an out-of-range trap in the
     /// benchmark; debug builds and tests were fine).
+    ///
+    /// An answer that is invalid for one write is trusted for none: its other writes are not
+    /// reported written either (the save then counts none of them), as a save whose answer
+    /// cannot be read leaves the context as it was.
     private func results(sending chunk: ArraySlice<RecordWrite>) async -> [RecordWriteResult] {
+        let results: [RecordWriteResult]
         do {
-            return try await send(chunk)
+            results = try await send(chunk)
         } catch {
             return chunk.map { .failed(error.about($0.record)) }
         }
+        for result in results {
+            if case .failed(let error) = result, error.code == .invalidResponse {
+                return chunk.map { write in .failed(error.record == nil ? error.about(write.record) : error) }
+            }
+        }
+        return results
     }
 
     /// What the pipeline knows so far: the results that came back, the requests answered and in
