@@ -58,7 +58,8 @@ extension KintoService: PipelinedWrites {
             if let result { return result }
             let record = writes[index].record
             return .failed(
-                cancelled ? ServiceError(.cancelled("the save's batch holding \(record)"), record: record)
+                cancelled
+                    ? ServiceError(.cancelled("the save's batch holding \(record)"), record: record)
                     : ServiceError(.notAttempted, record: record))
         }
     }

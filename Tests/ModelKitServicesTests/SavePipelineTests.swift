@@ -45,8 +45,9 @@ struct SavePipelineTests {
     static func stored(_ service: KintoService) async throws -> [String: Int] {
         let server = try await KintoServer.shared.value
         let answer = try await server.request("GET", "/buckets/\(service.bucket)/collections/PipeNode/records?_limit=10000")
-        #expect(answer.status == 200)
-        guard case .array(let records)? = answer.body["data"] else { throw FixtureError("no records in \(answer.body)") }
+        guard answer.status == 200, case .array(let records)? = answer.body["data"] else {
+            throw FixtureError("no records in \(answer.body) (HTTP \(answer.status))")
+        }
         var versions: [String: Int] = [:]
         for record in records {
             guard case .string(let id)? = record["id"], case .int(let version)? = record["last_modified"] else {
@@ -69,7 +70,8 @@ struct SavePipelineTests {
         try await rig.proxy.inject([["match": "POST /v1/batch", "action": "hold", "name": "first"]])
         let save = Task { @MainActor in try await rig.service.save(root) }
         try await waitUntil("two batches to reach the proxy") { try await rig.proxy.count("POST /v1/batch") == 2 }
-        try await waitUntil("the batch not held to be written") { try await Self.stored(rig.direct).count == 25 }
+        // A list may fail while a write is under way (seen on PostgreSQL: HTTP 500): then ask again.
+        try await waitUntil("the batch not held to be written") { (try? await Self.stored(rig.direct))?.count == 25 }
         // The root's batch references leaves of the held one: it is not sent.
         #expect(try await rig.proxy.count("POST /v1/batch") == 2)
         try await rig.proxy.release("first")
@@ -119,7 +121,7 @@ struct SavePipelineTests {
         }
     }
 
-    @Test("A graph of many cycles (each branch and its leaves reference each other) is saved whole, each cycle after nothing it does not reference")
+    @Test("A graph of 90 cycles (a branch and its leaves reference each other) is saved whole, the root after them")
     func manyCycles() async throws {
         let service = try await KintoServer.freshService(collections: ["PipeNode"])
         let context = ModelContext()
@@ -196,7 +198,8 @@ struct SavePipelineTests {
         try await rig.proxy.inject([["match": "POST /v1/batch", "action": "hold", "name": "never"]])
         let save = Task { @MainActor in try await rig.service.save(root) }
         try await waitUntil("two batches to reach the proxy") { try await rig.proxy.count("POST /v1/batch") == 2 }
-        try await waitUntil("the batch not held to be written") { try await Self.stored(rig.direct).count == 25 }
+        // A list may fail while a write is under way (seen on PostgreSQL: HTTP 500): then ask again.
+        try await waitUntil("the batch not held to be written") { (try? await Self.stored(rig.direct))?.count == 25 }
         save.cancel()
         let result = await save.result
         guard case .failure(let failure) = result, let error = failure as? ServiceError else {
