@@ -322,7 +322,8 @@ struct Checker {
             () async throws(ServiceError) in try await service.save(author)
         }
         let takenRecord = RecordID(collection: ConformanceNote.modelName, id: takenId)
-        try expect(error.record == takenRecord, "the conflict to name \(takenRecord)", found: "\(String(describing: error.record))")
+        try expect(
+            error.record == takenRecord, "the conflict to name \(takenRecord)", found: "\(String(describing: error.record))")
         let written = Set(error.writtenRecords)
         try expect(!written.contains(takenRecord), "the refused record not reported written", found: "\(error.writtenRecords)")
         for model in [author, before, after] as [any Model] {
