@@ -16,6 +16,13 @@ protocol PipelinedWrites: ModelService {
 extension KintoService: PipelinedWrites {
     /// How many `/batch` requests of one save are in flight at most: two, so that the server
     /// always has the next one when it finishes one, without a save taking more of its workers.
+    /// A request whose records reference records of a request still under way waits for its
+    /// answer (see ``ModelService/save(_:isolation:)``).
+    ///
+    /// ```swift
+    /// // 1,000 new models: 40 requests of 25 writes, at most 2 of them at once.
+    /// print(KintoService.batchesInFlight)   // 2
+    /// ```
     public static let batchesInFlight = 2
 
     /// Sends the writes in `/batch` requests, up to ``batchesInFlight`` at once, in order: a
