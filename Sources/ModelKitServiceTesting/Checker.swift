@@ -19,6 +19,7 @@ struct Checker {
         case .updateConflict: try await updateConflict()
         case .createConflict: try await createConflict()
         case .deleteConflict: try await deleteConflict()
+        case .partialSave: try await partialSave()
         }
     }
 
@@ -297,5 +298,65 @@ struct Checker {
         let stored = ConformanceNote.instance(objectId: objectId, in: check)
         try await service.fetch(stored)
         try expect(stored.title == "Theirs", "the record still there", found: stored.title)
+    }
+
+    func partialSave() async throws {
+        // Another client has the record "taken".
+        let takenId = Self.unique()
+        let theirContext = ModelContext()
+        let theirs = ConformanceNote.instance(objectId: takenId, in: theirContext)
+        theirs.title = "Theirs"
+        try await service.save(theirs)
+
+        let context = ModelContext()
+        let author = ConformanceAuthor.instance(in: context)
+        author.name = "Ann"
+        let before = ConformanceNote.instance(in: context)
+        before.title = "before"
+        let taken = ConformanceNote.instance(objectId: takenId, in: context)
+        taken.title = "Mine"
+        let after = ConformanceNote.instance(in: context)
+        after.title = "after"
+        author.notes = [before, taken, after]
+        let error = try await expectError(.conflict, "a save with a create of an existing record") {
+            () async throws(ServiceError) in try await service.save(author)
+        }
+        let takenRecord = RecordID(collection: ConformanceNote.modelName, id: takenId)
+        try expect(
+            error.record == takenRecord, "the conflict to name \(takenRecord)", found: "\(String(describing: error.record))")
+        let written = Set(error.writtenRecords)
+        try expect(!written.contains(takenRecord), "the refused record not reported written", found: "\(error.writtenRecords)")
+        for model in [author, before, after] as [any Model] {
+            guard let objectId = model.objectId else {
+                // Nothing written: the save took its ids back, as before it.
+                try expect(written.isEmpty, "an object id kept once records were written", found: "none for a \(type(of: model))")
+                continue
+            }
+            let id = RecordID(collection: type(of: model).modelName, id: objectId)
+            if written.contains(id) {
+                _ = try await service.read(id)
+                try expect(
+                    model.modelState == .loaded && !model.hasChanges, "\(id), reported written, saved in the context",
+                    found: "\(model.modelState), changes: \(model.hasChanges)")
+            } else {
+                _ = try await expectError(.notFound, "a read of \(id), not reported written") { () async throws(ServiceError) in
+                    _ = try await service.read(id)
+                }
+                try expect(
+                    model.modelState == .new && model.hasChanges, "\(id), not written, to keep its changes",
+                    found: "\(model.modelState), changes: \(model.hasChanges)")
+            }
+        }
+        let kept = try await service.read(takenRecord)
+        try expect(kept.fields["title"] == "Theirs", "the existing record left as it was", found: "\(kept.fields)")
+
+        // Without the refused note, the rest is written.
+        author.notes = [before, after]
+        try await service.save(author)
+        for model in [author, before, after] as [any Model] {
+            let id = RecordID(collection: type(of: model).modelName, id: model.objectId ?? "")
+            _ = try await service.read(id)
+            try expect(model.modelState == .loaded && !model.hasChanges, "\(id) saved", found: "\(model.modelState)")
+        }
     }
 }

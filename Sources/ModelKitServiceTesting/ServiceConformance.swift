@@ -50,6 +50,11 @@ public struct ServiceConformance: Sendable {
         case createConflict
         /// A delete with a version older than the server's is a `conflict`; the record stays.
         case deleteConflict
+        /// A save that fails part-way (one create of the graph refused) reports exactly what it
+        /// wrote: every record in `writtenRecords` is on the server and its model saved, every
+        /// other model of the save is not on the server and keeps its changes; with the refused
+        /// model left out, saving again writes the rest.
+        case partialSave
 
         public var description: String { rawValue }
     }

@@ -182,7 +182,7 @@ public final class KintoService: ModelService {
     /// whole, as a retry: the writes done the first time are then recognised as ours
     /// (``doneEarlier(_:status:body:at:)``), the others are made. When the policy says stop, every
     /// write of the batch fails, none is reported as written.
-    private func send(_ chunk: ArraySlice<RecordWrite>) async throws(ServiceError) -> [RecordWriteResult] {
+    func send(_ chunk: ArraySlice<RecordWrite>) async throws(ServiceError) -> [RecordWriteResult] {
         let body = BatchBody(chunk, path: recordPath)
         var attempts = 0
         while true {

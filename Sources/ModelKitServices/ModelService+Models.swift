@@ -18,32 +18,59 @@ extension ModelService {
     /// ``ModelKit/ModelState/loaded`` (a model changed while the request was in flight keeps its
     /// changes).
     ///
+    /// The writes go in dependency order (see ``KintoService/batchesInFlight`` for how Kinto's
+    /// adapter pipelines them): a record is never written before a record it references, except
+    /// within a cycle of references, whose records go in the same request when they fit. After a
+    /// failed request no further one is sent.
+    ///
     /// - Throws: ``ServiceError``: ``ServiceError/Code/conflict`` when a record changed on the
-    ///   server since this context saw it, and the network and server errors. Local state is then
-    ///   exactly as before (object ids given by this call are taken back). Records written by
-    ///   earlier requests of the same save stay on the server.
+    ///   server since this context saw it, and the network and server errors. When nothing was
+    ///   written, local state is then exactly as before (object ids given by this call are taken
+    ///   back). When some records were written (``ServiceError/writtenRecords`` names them), their
+    ///   models are saved as after a successful save, every other model keeps its changes, and
+    ///   the object ids given by this call stay, since written records may reference them: saving
+    ///   again writes the rest.
+    /// - Complexity: O(*n*) in the size of the graph's records, plus the requests.
     public func save<M: RemoteModel>(_ model: M, isolation: isolated (any Actor)? = #isolation) async throws(ServiceError) {
         let context = try Self.context(of: model)
         let plan = try SavePlan(root: model, context: context, store: storeIdentifier)
         guard !plan.writes.isEmpty else { return }
         let results: [RecordWriteResult]
         do {
-            results = try await perform(plan.writes)
+            if let pipelined = self as? any PipelinedWrites {
+                results = try await pipelined.perform(plan.writes, dependencies: plan.dependencies)
+            } else {
+                results = try await perform(plan.writes)
+            }
         } catch {
             plan.rollBack()
             throw error
-        }
-        for result in results {
-            if case .failed(let error) = result {
-                plan.rollBack()
-                throw error
-            }
         }
         guard results.count == plan.writes.count else {
             plan.rollBack()
             throw ServiceError(.invalidResponse(expected: "\(plan.writes.count) results", found: "\(results.count)"))
         }
-        plan.commit(results, versions: VersionTable.of(context, store: storeIdentifier))
+        // The first failure that is not a consequence of another.
+        var failure: ServiceError?
+        var written: [RecordID] = []
+        for (write, result) in zip(plan.writes, results) {
+            switch result {
+            case .written: written.append(write.record)
+            case .failed(let error):
+                if failure == nil || (failure?.code == .notAttempted && error.code != .notAttempted) { failure = error }
+            }
+        }
+        guard var failure else {
+            plan.commit(results, versions: VersionTable.of(context, store: storeIdentifier))
+            return
+        }
+        if written.isEmpty {
+            plan.rollBack()
+        } else {
+            plan.commit(results, versions: VersionTable.of(context, store: storeIdentifier))
+            failure.writtenRecords = written
+        }
+        throw failure
     }
 
     /// Fills `model` from its record on the server, in place, and with a `referenceDepth` the

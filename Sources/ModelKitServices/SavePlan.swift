@@ -5,9 +5,10 @@ import ModelKit
 ///
 /// The root and every model it reaches are written once as records (JSON text straight from the
 /// models, see ``ModelKit/RecordTexts``), which also lists the references between them. Writes are
-/// ordered so that a referenced model comes before the models that reference it (a depth-first
-/// post-order), which puts the members of a cycle next to each other: the backend sends them in
-/// the same request when they fit in one.
+/// ordered so that a referenced model comes before the models that reference it, the members of a
+/// cycle next to each other (the backend sends them in the same request when they fit in one);
+/// see ``WriteOrder``. ``dependencies`` says which earlier writes each one must follow, so that a
+/// backend can have writes that depend on none of each other in flight at once.
 struct SavePlan {
     struct Item {
         let model: any Model
@@ -17,6 +18,10 @@ struct SavePlan {
 
     private(set) var writes: [RecordWrite] = []
     private(set) var items: [Item] = []
+    /// For each write, the earlier writes of records it references outside its own cycle: the
+    /// server must have them before it (a write's references within its cycle cannot all come
+    /// first).
+    private(set) var dependencies: [[Int]] = []
     /// Models given an object id by this plan, to take it back if the save fails.
     private var assignedIds: [any Model] = []
 
@@ -43,7 +48,10 @@ struct SavePlan {
                 model.objectId = entry.objectId
                 assignedIds.append(model)
             }
-            for index in Self.postOrder(records.entries) {
+            let order = WriteOrder(edges: records.entries.map(\.targets))
+            // The write of each entry, once made.
+            var writeIndex = [Int?](repeating: nil, count: records.entries.count)
+            for index in order.order {
                 let entry = records.entries[index]
                 let model = entry.model
                 let record = RecordID(collection: entry.modelName, id: entry.objectId)
@@ -67,6 +75,11 @@ struct SavePlan {
                     writes.append(.create(record, fields: fields))
                 }
                 items.append(Item(model: model, values: model.valuesSnapshot()))
+                writeIndex[index] = writes.count - 1
+                dependencies.append(
+                    entry.targets.compactMap { target in
+                        order.component[target] == order.component[index] ? nil : writeIndex[target]
+                    })
             }
         } catch {
             rollBack()
@@ -96,32 +109,5 @@ struct SavePlan {
         } catch {
             throw ServiceError(.invalidModel(expected: "models that encode", found: "\(error)"))
         }
-    }
-
-    /// The entries' indexes, each after the entries it references (except along a cycle), from
-    /// the root; iterative, so that long chains need no deep stack.
-    private static func postOrder(_ entries: [RecordTexts.Entry]) -> [Int] {
-        let edges = entries.map(\.targets)
-        var order: [Int] = []
-        order.reserveCapacity(entries.count)
-        var visited = [Bool](repeating: false, count: entries.count)
-        for start in entries.indices where !visited[start] {
-            var stack: [(node: Int, next: Int)] = [(start, 0)]
-            visited[start] = true
-            while let top = stack.last {
-                if top.next < edges[top.node].count {
-                    stack[stack.count - 1].next += 1
-                    let target = edges[top.node][top.next]
-                    if !visited[target] {
-                        visited[target] = true
-                        stack.append((target, 0))
-                    }
-                } else {
-                    order.append(top.node)
-                    stack.removeLast()
-                }
-            }
-        }
-        return order
     }
 }

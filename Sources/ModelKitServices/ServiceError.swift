@@ -3,7 +3,8 @@ import Foundation
 /// An error of a backend operation: what was expected and what was found, and the record it is
 /// about when there is one.
 ///
-/// After a failed save, fetch or delete the context and its models are exactly as before.
+/// After a failed fetch or delete the context and its models are exactly as before; after a failed
+/// save, so are the models whose records it did not write (``writtenRecords`` names the others).
 public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// The kinds of failure, for `switch`ing on.
     public enum Code: String, Sendable, Hashable {
@@ -84,6 +85,19 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
 
     /// The record the error is about, if any.
     public let record: RecordID?
+
+    /// For a failed save: the records it wrote before it failed, in the order written. They are
+    /// on the server, and their models are saved in the context (their versions recorded, their
+    /// changes reset); every other model of the save is as before. Empty for every other error.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await service.save(author)
+    /// } catch {
+    ///     print("saved \(error.writtenRecords.count) records before: \(error)")
+    /// }
+    /// ```
+    public internal(set) var writtenRecords: [RecordID] = []
 
     init(_ kind: Kind, record: RecordID? = nil) {
         self.kind = kind

@@ -185,7 +185,7 @@ struct KintoServiceTests {
         #expect(theirs.name == "Ann (merged)")
     }
 
-    @Test("A failed save takes back the object ids it gave and leaves the models as they were")
+    @Test("A failed save leaves the models it did not write as they were, and reports and keeps the ones it wrote")
     func failedSaveRollsBack() async throws {
         let service = try await KintoServer.freshService()
         let server = try await KintoServer.shared.value
@@ -204,9 +204,12 @@ struct KintoServiceTests {
         let error = await #expect(throws: ServiceError.self) { try await service.save(article) }
         #expect(error?.code == .conflict)
         #expect(error?.record == RecordID(collection: "Writer", id: "taken"))
-        #expect(article.objectId == nil)
-        #expect(article.modelState == .new)
-        #expect(article.hasChanges)
+        // The server carries on after a refused write of a batch: the article, in the same
+        // request, was written, so the error says so and the article is saved (its id kept).
+        let articleId = try #require(article.objectId)
+        #expect(error?.writtenRecords == [RecordID(collection: "Article", id: articleId)])
+        #expect(article.modelState == .loaded)
+        #expect(!article.hasChanges)
         #expect(writer.modelState == .needsData)
         #expect(writer.name == "Mine")
 

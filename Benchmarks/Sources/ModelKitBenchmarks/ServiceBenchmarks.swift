@@ -24,7 +24,8 @@ extension Benchmarks {
     /// server's 4 worker threads.
     static let peerConcurrency = 8
     /// The reference row of `service-save`: the same creates in `/batch` requests whose bodies were
-    /// made before the clock started, two in flight so that the server never waits for the next.
+    /// made before the clock started, as many in flight as ModelKit's save keeps
+    /// (`KintoService.batchesInFlight`, two), so that the server never waits for the next.
     /// Its time is the server's own for those writes, about the least any client can take, so it
     /// about bounds the wall-time ratio any client could reach against the per-record peer.
     static let serverFloor = "/batch bodies made beforehand"
@@ -73,7 +74,7 @@ extension Benchmarks {
             let bodies = try client.batchBodies(records, limit: ServiceServer.batchLimit)
             var answers: [Data] = []
             let sample = try await timed(models: records.count, metrics: { client.metrics }) {
-                answers = try await client.sendBatches(bodies)
+                answers = try await client.sendBatches(bodies, inFlight: KintoService.batchesInFlight)
             }
             try PeerClient.checkBatchAnswers(answers, writes: records.count)
             try await server.deleteBucket(bucket)

@@ -1,0 +1,295 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+import Testing
+
+@testable import ModelKitServices
+
+/// A node of a tree, all in one collection: Kinto gives the records of a collection strictly
+/// increasing `last_modified` values in the order it writes them, so the server itself shows
+/// which record was written first.
+final class PipeNode: ModelObject<PipeNode.Properties>, RemoteModel {
+    struct Properties: ModelProperties {
+        var name = ""
+        var children = ModelArray<PipeNode>()
+    }
+}
+
+/// The save pipeline against a real server: `/batch` requests in flight together, never one
+/// holding a record before the records it references, and a failure or a cancellation that stops
+/// the rest and reports exactly what was written. The proxy holds or fails a request; the tests
+/// wait for events (a request reaching the proxy, records reaching the server), never for time.
+@Suite("The save pipeline", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
+struct SavePipelineTests {
+    /// A root with `leaves` children: with Kinto's 25 writes per request, 60 leaves and the root
+    /// take three requests, the last (leaves 50-59 and the root) waiting for the first two.
+    static func fan(_ leaves: Int, in context: ModelContext) -> PipeNode {
+        let root = PipeNode.instance(in: context)
+        root.name = "root"
+        root.children = ModelArray(
+            (0..<leaves).map { index in
+                let leaf = PipeNode.instance(in: context)
+                leaf.name = "leaf \(index)"
+                return leaf
+            })
+        return root
+    }
+
+    static func rig() async throws -> FaultTests.Rig {
+        let direct = try await KintoServer.freshService(collections: ["PipeNode"])
+        let proxy = try await FaultProxy.start()
+        return FaultTests.Rig(proxy: proxy, service: proxy.service(bucket: direct.bucket), direct: direct)
+    }
+
+    /// The `last_modified` of every record of `PipeNode` on the server, by id.
+    static func stored(_ service: KintoService) async throws -> [String: Int] {
+        let server = try await KintoServer.shared.value
+        let answer = try await server.request("GET", "/buckets/\(service.bucket)/collections/PipeNode/records?_limit=10000")
+        guard answer.status == 200, case .array(let records)? = answer.body["data"] else {
+            throw FixtureError("no records in \(answer.body) (HTTP \(answer.status))")
+        }
+        var versions: [String: Int] = [:]
+        for record in records {
+            guard case .string(let id)? = record["id"], case .int(let version)? = record["last_modified"] else {
+                throw FixtureError("a record without id or last_modified: \(record)")
+            }
+            versions[id] = Int(version)
+        }
+        return versions
+    }
+
+    @Test("The next batch goes out while the server works on the one before; the batch that depends on both waits for them")
+    @MainActor
+    func batchesInFlightTogether() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        let context = ModelContext()
+        let root = Self.fan(60, in: context)
+        // The first batch to reach the proxy is held until released: a save with one request in
+        // flight would never send a second.
+        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "hold", "name": "first"]])
+        let save = Task { @MainActor in try await rig.service.save(root) }
+        try await waitUntil("two batches to reach the proxy") { try await rig.proxy.count("POST /v1/batch") == 2 }
+        // A list may fail while a write is under way (seen on PostgreSQL: HTTP 500): then ask again.
+        try await waitUntil("the batch not held to be written") { (try? await Self.stored(rig.direct))?.count == 25 }
+        // The root's batch references leaves of the held one: it is not sent.
+        #expect(try await rig.proxy.count("POST /v1/batch") == 2)
+        try await rig.proxy.release("first")
+        try await save.value
+
+        #expect(try await rig.proxy.count("POST /v1/batch") == 3)
+        let stored = try await Self.stored(rig.direct)
+        #expect(stored.count == 61)
+        let rootVersion = try #require(stored[root.objectId ?? ""])
+        for leaf in root.children {
+            let version = try #require(stored[leaf.objectId ?? ""])
+            #expect(version < rootVersion, "leaf \(leaf.name) written after the root")
+        }
+        #expect(context.models(of: PipeNode.self).allSatisfy { $0.modelState == .loaded && !$0.hasChanges })
+    }
+
+    @Test("In a tree of three levels saved in several batches, every record is written after the records it references")
+    func serverOrderFollowsReferences() async throws {
+        let service = try await KintoServer.freshService(collections: ["PipeNode"])
+        let context = ModelContext()
+        let root = PipeNode.instance(in: context)
+        root.name = "root"
+        root.children = ModelArray(
+            (0..<8).map { branch in
+                let node = PipeNode.instance(in: context)
+                node.name = "branch \(branch)"
+                node.children = ModelArray(
+                    (0..<12).map { index in
+                        let leaf = PipeNode.instance(in: context)
+                        leaf.name = "leaf \(branch).\(index)"
+                        return leaf
+                    })
+                return node
+            })
+        let before = service.metrics.requests
+        try await service.save(root)
+        #expect(service.metrics.requests - before >= 5)  // 105 records: several batches, the limit read once
+
+        let stored = try await Self.stored(service)
+        #expect(stored.count == 105)
+        for node in context.models(of: PipeNode.self) {
+            let version = try #require(stored[node.objectId ?? ""])
+            for child in node.children {
+                let childVersion = try #require(stored[child.objectId ?? ""])
+                #expect(childVersion < version, "\(child.name) written after \(node.name), which references it")
+            }
+        }
+    }
+
+    @Test("A graph of 90 cycles (a branch and its leaves reference each other) is saved whole, the root after them")
+    func manyCycles() async throws {
+        let service = try await KintoServer.freshService(collections: ["PipeNode"])
+        let context = ModelContext()
+        let root = PipeNode.instance(in: context)
+        root.name = "root"
+        root.children = ModelArray(
+            (0..<90).map { branch in
+                let node = PipeNode.instance(in: context)
+                node.name = "branch \(branch)"
+                node.children = ModelArray(
+                    (0..<10).map { index in
+                        let leaf = PipeNode.instance(in: context)
+                        leaf.name = "leaf \(branch).\(index)"
+                        leaf.children = [node]
+                        return leaf
+                    })
+                return node
+            })
+        try await service.save(root)
+        let stored = try await Self.stored(service)
+        #expect(stored.count == 991)
+        let rootVersion = try #require(stored[root.objectId ?? ""])
+        // The root is in no cycle: it comes after every record it references.
+        for branch in root.children {
+            let version = try #require(stored[branch.objectId ?? ""])
+            #expect(version < rootVersion, "\(branch.name) written after the root")
+        }
+        #expect(context.models(of: PipeNode.self).allSatisfy { $0.modelState == .loaded && !$0.hasChanges })
+    }
+
+    @Test("A batch that fails mid-pipeline stops the batches that depend on it; the save reports exactly what was written")
+    func failureMidPipeline() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        let context = ModelContext()
+        let root = Self.fan(60, in: context)
+        try await rig.proxy.inject([
+            ["match": "POST /v1/batch", "action": "status", "status": 400, "body": #"{"message": "injected"}"#]
+        ])
+        let error = try #require(await #expect(throws: ServiceError.self) { try await rig.service.save(root) })
+        #expect(error.code == .httpStatus && error.statusCode == 400)
+        // One of the first two batches failed, the other was in flight with it and was written;
+        // the root's batch depends on both and was not sent.
+        #expect(try await rig.proxy.count("POST /v1/batch") == 2)
+        let stored = try await Self.stored(rig.direct)
+        #expect(stored.count == 25)
+        #expect(Set(error.writtenRecords.map(\.id)) == Set(stored.keys))
+        #expect(error.writtenRecords.allSatisfy { $0.collection == "PipeNode" })
+        #expect(root.objectId != nil && stored[root.objectId ?? ""] == nil)
+        // Locally: the written models are saved, the others keep their changes and their ids
+        // (written leaves do not reference them here, but other graphs' records may).
+        for node in context.models(of: PipeNode.self) {
+            let id = try #require(node.objectId)
+            if stored[id] != nil {
+                #expect(node.modelState == .loaded && !node.hasChanges)
+            } else {
+                #expect(node.modelState == .new && node.hasChanges)
+            }
+        }
+
+        // Saving again writes the rest, as creates, and nothing twice.
+        try await rig.service.save(root)
+        #expect(try await Self.stored(rig.direct).count == 61)
+        #expect(context.models(of: PipeNode.self).allSatisfy { $0.modelState == .loaded && !$0.hasChanges })
+    }
+
+    @Test("A save cancelled with a batch in flight sends no further batch and reports only what the server answered as written")
+    @MainActor
+    func cancellationMidPipeline() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        let context = ModelContext()
+        let root = Self.fan(60, in: context)
+        try await rig.proxy.inject([["match": "POST /v1/batch", "action": "hold", "name": "never"]])
+        let save = Task { @MainActor in try await rig.service.save(root) }
+        try await waitUntil("two batches to reach the proxy") { try await rig.proxy.count("POST /v1/batch") == 2 }
+        // A list may fail while a write is under way (seen on PostgreSQL: HTTP 500): then ask again.
+        try await waitUntil("the batch not held to be written") { (try? await Self.stored(rig.direct))?.count == 25 }
+        save.cancel()
+        let result = await save.result
+        guard case .failure(let failure) = result, let error = failure as? ServiceError else {
+            Issue.record("expected the cancelled save to fail, found \(result)")
+            return
+        }
+        #expect(error.code == .cancelled)
+        #expect(try await rig.proxy.count("POST /v1/batch") == 2)
+        let stored = try await Self.stored(rig.direct)
+        #expect(root.objectId != nil && stored[root.objectId ?? ""] == nil)
+        // Whether the answer of the batch not held came in before the cancellation depends on
+        // timing; either way, what the save reports as written is on the server and saved here.
+        for record in error.writtenRecords { #expect(stored[record.id] != nil) }
+        let written = Set(error.writtenRecords.map(\.id))
+        for node in context.models(of: PipeNode.self) {
+            let saved = node.objectId.map(written.contains) ?? false
+            #expect(saved == (node.modelState == .loaded && !node.hasChanges), "\(node.name)")
+        }
+        #expect(root.modelState == .new && root.hasChanges)
+    }
+}
+
+/// The order of a save's writes, without a server.
+@Suite("The order of a save's writes")
+struct WriteOrderTests {
+    @Test("A chain is written from its end, and a model in no cycle after every model it references")
+    func chain() {
+        // 0 → 1 → 2 → 3
+        let order = WriteOrder(edges: [[1], [2], [3], []])
+        #expect(order.order == [3, 2, 1, 0])
+    }
+
+    @Test("On random graphs with cycles, each cycle is contiguous and every other reference points to an earlier write")
+    func randomGraphs() {
+        var random = SplitMix64(seed: 32)
+        for round in 0..<300 {
+            let count = Int.random(in: 1...40, using: &random)
+            let edges: [[Int]] = (0..<count).map { _ in
+                (0..<Int.random(in: 0...3, using: &random)).map { _ in Int.random(in: 0..<count, using: &random) }
+            }
+            let order = WriteOrder(edges: edges)
+            #expect(order.order.sorted() == Array(0..<count), "round \(round): not a permutation")
+            var position = [Int](repeating: 0, count: count)
+            for (index, node) in order.order.enumerated() { position[node] = index }
+            for node in 0..<count {
+                for target in edges[node] where order.component[target] != order.component[node] {
+                    #expect(position[target] < position[node], "round \(round): \(node) → \(target)")
+                }
+            }
+            // A component's members are next to each other.
+            var seen = Set<Int>()
+            var previous: Int?
+            for node in order.order {
+                let component = order.component[node]
+                if component != previous {
+                    #expect(!seen.contains(component), "round \(round): component \(component) split")
+                    seen.insert(component)
+                    previous = component
+                }
+            }
+            // Two nodes that reach each other share a component, and only they do.
+            let reach = Self.reachability(edges)
+            for a in 0..<count {
+                for b in 0..<count where a != b {
+                    #expect((reach[a][b] && reach[b][a]) == (order.component[a] == order.component[b]), "round \(round)")
+                }
+            }
+        }
+    }
+
+    @Test("A chain of 100,000 models needs no deep stack")
+    func longChain() {
+        let count = 100_000
+        let edges = (0..<count).map { $0 + 1 < count ? [$0 + 1] : [] }
+        let order = WriteOrder(edges: edges)
+        #expect(order.order.first == count - 1 && order.order.last == 0)
+    }
+
+    private static func reachability(_ edges: [[Int]]) -> [[Bool]] {
+        edges.indices.map { start in
+            var seen = [Bool](repeating: false, count: edges.count)
+            var stack = [start]
+            seen[start] = true
+            while let node = stack.popLast() {
+                for target in edges[node] where !seen[target] {
+                    seen[target] = true
+                    stack.append(target)
+                }
+            }
+            return seen
+        }
+    }
+}
