@@ -170,7 +170,8 @@ final class GraphStreamWriter {
         let known = positions.insert(id, index: next) ?? next
         if known == next {
             queue.append(model)
-            queued.append(QueuedModel(identity: ObjectIdentifier(model), type: ObjectIdentifier(Swift.type(of: model)), context: context))
+            let type = ObjectIdentifier(Swift.type(of: model))
+            queued.append(QueuedModel(identity: ObjectIdentifier(model), type: type, context: context))
             if let objectId { objectIds[next] = objectId }
             return next
         }
