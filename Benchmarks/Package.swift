@@ -25,6 +25,12 @@ let package = Package(
             ],
             path: "Sources/ModelKitBenchmarks"
         ),
+        // One operation on the blog, for a profiler (see its main.swift).
+        .executableTarget(
+            name: "ModelKitProfile",
+            dependencies: [.product(name: "ModelKit", package: "ModelKit")],
+            path: "Sources/ModelKitProfile"
+        ),
         .target(name: "MallocStats", path: "Sources/MallocStats"),
     ],
     swiftLanguageModes: [.v6]

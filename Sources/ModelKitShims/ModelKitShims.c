@@ -2,6 +2,7 @@
 #if defined(__linux__)
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sys/mman.h>
 #endif
 
 #include "ModelKitShims.h"
@@ -16,5 +17,37 @@ int modelkit_start_writeback(int descriptor, int64_t offset, int64_t count) {
     (void)offset;
     (void)count;
     return 0;
+#endif
+}
+
+void *modelkit_map_memory(size_t bytes) {
+#if defined(__linux__)
+    void *address = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return address == MAP_FAILED ? NULL : address;
+#else
+    (void)bytes;
+    return NULL;
+#endif
+}
+
+void *modelkit_remap_memory(void *address, size_t bytes, size_t newBytes) {
+#if defined(__linux__)
+    void *moved = mremap(address, bytes, newBytes, MREMAP_MAYMOVE);
+    return moved == MAP_FAILED ? NULL : moved;
+#else
+    (void)address;
+    (void)bytes;
+    (void)newBytes;
+    return NULL;
+#endif
+}
+
+int modelkit_unmap_memory(void *address, size_t bytes) {
+#if defined(__linux__)
+    return munmap(address, bytes);
+#else
+    (void)address;
+    (void)bytes;
+    return -1;
 #endif
 }

@@ -1,10 +1,12 @@
 // A helper process for the atomic-write test: writes ever newer versions of a graph to one file
 // until it is killed. Usage: PersistenceWriterChild <path> <json|bplist> <first generation>
+// With --peak, it measures one in-memory output's peak memory instead (see PeakMemory.swift).
 import Foundation
 import ModelKit
 import ModelKitTestSupport
 
 let arguments = CommandLine.arguments
+if arguments.count > 1, arguments[1] == "--peak" { exit(try measurePeak(arguments)) }
 guard arguments.count == 4, let first = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: PersistenceWriterChild <path> <json|bplist> <first generation>\n".utf8))
     exit(2)

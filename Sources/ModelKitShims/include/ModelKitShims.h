@@ -8,6 +8,7 @@
 #ifndef MODELKIT_SHIMS_H
 #define MODELKIT_SHIMS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /// The epoch itself. Only the functions below touch it.
@@ -32,6 +33,22 @@ static inline void modelkit_advance_change_epoch(void) {
 /// `errno` set on failure. Why: an atomic write ends with `fsync`, which otherwise starts writing
 /// the whole file only then; started chunk by chunk, the disk works while the encoder does.
 int modelkit_start_writeback(int descriptor, int64_t offset, int64_t count);
+
+/// `bytes` (a multiple of the page size) of new zeroed memory mapped for reading and writing, or
+/// NULL on failure; Linux only (elsewhere always NULL). Why: an in-memory output that lives in a
+/// mapping of its own grows with `modelkit_remap_memory`, which moves its pages instead of copying
+/// them, and is handed back to the system at once when it is freed.
+void *modelkit_map_memory(size_t bytes);
+
+/// Resizes a mapping from `modelkit_map_memory` of `bytes` to `newBytes` (multiples of the page
+/// size), moving it if it must (Linux's `mremap` with `MREMAP_MAYMOVE`: the pages move, their
+/// contents are not copied). Returns the mapping's address, or NULL on failure (the old mapping
+/// is then intact). Linux only (elsewhere always NULL). Why C: Swift's Glibc module does not
+/// declare `mremap`, a GNU extension.
+void *modelkit_remap_memory(void *address, size_t bytes, size_t newBytes);
+
+/// Unmaps a mapping from `modelkit_map_memory` (`munmap`); returns -1 with `errno` on failure.
+int modelkit_unmap_memory(void *address, size_t bytes);
 
 /// Asks the processor to bring the cache line at `address` in, for writing, without waiting for
 /// it. Why: inserting a million ids into a hash table far larger than the cache waits for one

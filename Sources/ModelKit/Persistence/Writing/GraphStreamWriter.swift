@@ -157,18 +157,21 @@ final class GraphStreamWriter {
     }
 
     private func enqueueRoot<M: Model>(_ model: M) throws -> Int {
-        let metadata = model.storage.metadata
-        return try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId)
+        let storage = model.storage
+        let metadata = storage.metadata
+        return try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId, context: storage.contextIdentity)
     }
 
-    /// Queues `model` (whose id is `id`) if it is new to this graph; returns its position.
+    /// Queues `model` (whose id is `id`, in the context whose identity is `context`) if it is new
+    /// to this graph; returns its position.
     @discardableResult
-    private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?) throws -> Int {
+    private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?, context: ObjectIdentifier?) throws -> Int {
         let next = queueBase + queue.count
         let known = positions.insert(id, index: next) ?? next
         if known == next {
             queue.append(model)
-            queued.append(QueuedModel(model))
+            let type = ObjectIdentifier(Swift.type(of: model))
+            queued.append(QueuedModel(identity: ObjectIdentifier(model), type: type, context: context))
             if let objectId { objectIds[next] = objectId }
             return next
         }
@@ -205,7 +208,11 @@ final class GraphStreamWriter {
         // A whole context's own models all resolve there (set once: a context is weakly
         // referenced, which makes retaining it slow); models reached outside it, in their own,
         // which is set only when it changes (in a walk, it mostly does not), for the same reason.
-        if writtenContext == nil || index >= queueBase, storage.contextIdentity != ownerContextIdentity {
+        // A queued model's context is the one noted when it was queued: reading it from the model
+        // again forms a reference to the context, which costs the same slow retain and release.
+        if index >= queueBase {
+            if queued[index - queueBase].context != ownerContextIdentity { ownerContext = storage.lookupContext }
+        } else if writtenContext == nil, storage.contextIdentity != ownerContextIdentity {
             ownerContext = storage.lookupContext
         }
         ownerHeld = storage.box.held
@@ -298,16 +305,36 @@ final class GraphStreamWriter {
     /// ``PropertyEncoder``).
     func pointerValue<M: Model>(to model: M) throws -> ModelValue {
         sawReference = true
-        let metadata = model.storage.metadata
-        if try !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
+        let storage = model.storage
+        let metadata = storage.metadata
+        if try !isBeyondBoundary(model) {
+            try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId, context: storage.contextIdentity)
+        }
         return ModelValue.pointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
 
     /// Writes a pointer to `model`, queuing the model if it is new to this graph.
-    func pointer<M: Model>(to model: M) throws {
-        let metadata = model.storage.metadata
-        if try !isBeyondBoundary(model) { try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId) }
+    ///
+    /// - Parameter inOwnersContext: Whether `model` was found in ``ownerContext`` (then that is its
+    ///   context, and it is not read from the model: see ``writeModel(_:index:)``).
+    func pointer<M: Model>(to model: M, inOwnersContext: Bool = false) throws {
+        let storage = model.storage
+        let metadata = storage.metadata
+        if try !isBeyondBoundary(model) {
+            let context = inOwnersContext ? ownerContextIdentity : storage.contextIdentity
+            try enqueueModel(model, id: metadata.modelId, objectId: metadata.objectId, context: context)
+        }
         writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
+    }
+
+    /// The target of the reference at `reference` for the model being written, and whether it
+    /// was found in ``ownerContext`` (see ``pointer(to:inOwnersContext:)``).
+    @inline(__always)
+    func target<M: Model>(of reference: UnsafePointer<ModelRef<M>>) -> (model: M, inOwnersContext: Bool)? {
+        guard let id = reference.pointee.id else { return nil }
+        if let ownerContext, let found = ownerContext.model(M.self, modelId: id) { return (found, true) }
+        guard !ownerHeld.isEmpty, let held = ModelRef<M>.live(id, among: ownerHeld) else { return nil }
+        return (held, false)
     }
 
     /// Whether `model` belongs to the ``boundary`` context, so that a pointer to it is written
@@ -485,12 +512,6 @@ struct QueuedModel {
     let type: ObjectIdentifier
     /// The context it is in, if any: the context's own instance for its id.
     let context: ObjectIdentifier?
-
-    init<M: Model>(_ model: M) {
-        identity = ObjectIdentifier(model)
-        type = ObjectIdentifier(Swift.type(of: model))
-        context = model.storage.contextIdentity
-    }
 }
 
 extension Encodable {
@@ -535,10 +556,8 @@ extension ModelRef: StreamReference {
             return writer.sink.pointer(name: writer.name(of: Target.self), id: id, objectId: nil)
         }
         if writer.pointerToQueued(reference) { return }
-        guard let target = reference.pointee.target(lookupIn: writer.ownerContext, held: writer.ownerHeld) else {
-            return writer.sink.null()
-        }
-        try writer.pointer(to: target)
+        guard let target = writer.target(of: reference) else { return writer.sink.null() }
+        try writer.pointer(to: target.model, inOwnersContext: target.inOwnersContext)
     }
 }
 
@@ -552,7 +571,6 @@ extension ModelArray: StreamReference {
             }
             return writer.sink.endArray()
         }
-        let context = writer.ownerContext
         try value.assumingMemoryBound(to: ModelArray.self).pointee.references.withUnsafeBufferPointer { references in
             guard let base = references.baseAddress else { return }
             // Look up a run of elements before writing any of them: the lookups are independent,
@@ -569,8 +587,8 @@ extension ModelArray: StreamReference {
                         if let id = base[offset].id, writer.pointerToQueued(base + offset, id: id, at: known < 0 ? nil : known) {
                             continue
                         }
-                        guard let target = base[offset].target(lookupIn: context, held: writer.ownerHeld) else { continue }
-                        try writer.pointer(to: target)
+                        guard let target = writer.target(of: base + offset) else { continue }
+                        try writer.pointer(to: target.model, inOwnersContext: target.inOwnersContext)
                     }
                     start = end
                 }

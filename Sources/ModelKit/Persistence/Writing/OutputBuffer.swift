@@ -7,7 +7,9 @@ import ModelKitShims
 /// memory: the one being filled and, in a large file, the one being written on another thread
 /// (``BackgroundFileWrites``). The writers call ``flushIfNeeded()`` between models, never inside
 /// one, so everything written since the current model began is still in the buffer. Writing to
-/// memory keeps everything and hands the bytes over as `Data` without a copy.
+/// memory keeps everything and hands the bytes over as `Data` without a copy; on Linux, once it
+/// passes ``OutputMapping/threshold``, it lives in a mapping of its own that grows without
+/// copying (see ``OutputMapping``).
 final class OutputBuffer {
     /// Output is handed to the file once this much has accumulated.
     static let chunkSize = 1 << 20
@@ -31,6 +33,8 @@ final class OutputBuffer {
     private var writes: BackgroundFileWrites?
     private var chunksWritten = 0
     private let chunksHere: Int
+    /// Whether `base` is a mapping of `capacity` bytes (``OutputMapping``) rather than `malloc`'s.
+    private(set) var isMapped = false
     #if DEBUG
         /// Where the latest ``reserve(_:)`` promised room up to (an offset in the buffer). Debug
         /// builds check every unchecked write against it, so that a writer that reserves fewer
@@ -48,7 +52,9 @@ final class OutputBuffer {
         base = Self.allocate(capacity)
     }
 
-    deinit { Self.deallocate(base) }
+    deinit {
+        if isMapped { OutputMapping.unmap(base, capacity) } else { Self.deallocate(base) }
+    }
 
     /// `bytes` of memory from `malloc`: the buffer grows with `realloc`, which can move or extend
     /// a large block without copying it or touching its pages again (a buffer grown by allocating
@@ -75,7 +81,25 @@ final class OutputBuffer {
 
     private func grow(to minimum: Int) {
         let newCapacity = Swift.max(capacity * 2, minimum)
+        if OutputMapping.isAvailable, descriptor == nil, newCapacity >= OutputMapping.threshold {
+            return growMapping(to: OutputMapping.pages(newCapacity))
+        }
         base = realloc(base, newCapacity)!.assumingMemoryBound(to: UInt8.self)
+        capacity = newCapacity
+    }
+
+    /// Grows an in-memory buffer in its mapping, moving it there first (the one copy, of less
+    /// than ``OutputMapping/threshold`` bytes).
+    private func growMapping(to newCapacity: Int) {
+        if isMapped {
+            base = OutputMapping.remap(base, from: capacity, to: newCapacity)
+        } else {
+            let mapping = OutputMapping.map(newCapacity)
+            mapping.update(from: base, count: count)
+            Self.deallocate(base)
+            base = mapping
+            isMapped = true
+        }
         capacity = newCapacity
     }
 
@@ -190,7 +214,11 @@ final class OutputBuffer {
     /// The bytes written, for a buffer without a file. The buffer is empty afterwards.
     func takeData() -> Data {
         // The allocation becomes the Data's storage: no second copy of the output.
-        let data = Data(bytesNoCopy: base, count: count, deallocator: .free)
+        let data =
+            isMapped
+            ? OutputMapping.data(base, count: count, mapped: capacity)
+            : Data(bytesNoCopy: base, count: count, deallocator: .free)
+        isMapped = false
         capacity = 16
         base = Self.allocate(capacity)
         count = 0
