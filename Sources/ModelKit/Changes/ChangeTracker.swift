@@ -118,6 +118,9 @@ import Synchronization
     @usableFromInline var batchTouchedObservation = false
     var postsNotifications = false
     var observers: ObserverList?
+    /// Whether the batch is one the model joined in its context's open `batchChanges`, which
+    /// ends it.
+    var joinedContextBatch = false
 
     init() {}
 
@@ -342,6 +345,14 @@ extension Model {
         case .newWritten:
             break
         }
+        let context = storage.context
+        // Inside a context's batch, a model someone listens to reports once, at its end.
+        if let context, context.openBatch != nil, (tracker?.batchDepth ?? 0) == 0,
+            ChangeTracker.hasListeners(tracker, context: context)
+        {
+            context.joinBatch(self)
+            tracker = storage.tracker
+        }
         let batchDepth = tracker?.batchDepth ?? 0
         var tell = false
         if storage.box.observed {
@@ -352,7 +363,6 @@ extension Model {
                 tell = true
             }
         }
-        let context = storage.context
         if batchDepth == 0 && ChangeTracker.hasListeners(tracker, context: context) {
             pending.before = storage.values
             storage.quietEpoch = 0

@@ -187,7 +187,9 @@ extension Model {
             ObservationSlots.willSet(storage.box)
         }
         let tracker = storage.tracker
-        let listening = ChangeTracker.hasListeners(tracker, context: storage.context)
+        // A model in an open batch (its own, or its context's) reports the load with the rest of
+        // the batch, at its end: from the values at the batch's start, where live results hold it.
+        let listening = (tracker?.batchDepth ?? 0) == 0 && ChangeTracker.hasListeners(tracker, context: storage.context)
         let before = listening ? storage.values : nil
         storage.values = values
         if toldRegistrar { ObservationSlots.didSet(storage.box) }

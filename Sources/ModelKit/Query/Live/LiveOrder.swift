@@ -68,6 +68,37 @@ struct LiveOrder<M: Model> {
         }
     }
 
+    /// `probes` in the order. Each comparison reads the second model's values, as a search does.
+    ///
+    /// - Complexity: O(k log k) comparisons.
+    func sorted(_ probes: [Probe]) throws -> [Probe] {
+        let evaluator = PropertyValues<M>()
+        let readers = query.sortKeys.map { Query<M>.sortValueReader($0, evaluator) }
+        return try probes.sorted { first, second in
+            try second.model.withReportedValues { try compare(first, second.model, readers) } == .orderedAscending
+        }
+    }
+
+    /// The first position in `models[range]` (in order) at or after `probe`.
+    ///
+    /// - Complexity: O(log n) comparisons.
+    func position(of probe: Probe, in models: [M], from start: Int) throws -> Int {
+        let evaluator = PropertyValues<M>()
+        let readers = query.sortKeys.map { Query<M>.sortValueReader($0, evaluator) }
+        var low = start
+        var high = models.count
+        while low < high {
+            let middle = (low + high) / 2
+            let entry = models[middle]
+            if try entry.withReportedValues({ try compare(probe, entry, readers) }) != .orderedDescending {
+                high = middle
+            } else {
+                low = middle + 1
+            }
+        }
+        return low
+    }
+
     /// The order of `probe`'s model and `entry`, by the sort keys, then by id.
     private func compare(_ probe: Probe, _ entry: M, _ readers: [(M) throws -> ModelValue]) throws -> ComparisonResult {
         for (column, key) in query.sortKeys.enumerated() {
