@@ -55,9 +55,10 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         let context = query.context
         contextToken = ObservationToken(
             list: context.changeObservers,
-            id: context.addChangeObserver { [weak self] event, model, before in
-                self?.handle(event, model: model, before: before)
-            })
+            id: context.addChangeObserver(
+                { [weak self] event, model, before in self?.handle(event, model: model, before: before) },
+                // It re-reads the models: their encoded changes would only cost.
+                readsChanges: false))
     }
 
     /// The results of a query that can't run: empty, following nothing, with `error` as
