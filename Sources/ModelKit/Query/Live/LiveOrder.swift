@@ -86,13 +86,18 @@ final class LiveOrder<M: Model> {
     }
 
     /// `probes` in the order. Each comparison reads the second model's values, as a search does.
+    /// Positions are sorted, not probes: moving values of a generic type goes through its value
+    /// witnesses, which cost more than the comparisons.
     ///
     /// - Complexity: O(k log k) comparisons.
     func sorted(_ probes: [Probe]) throws -> [Probe] {
         evaluator.forget()
-        return try probes.sorted { first, second in
-            try second.model.withReportedValues { try compare(first, second.model, readers) } == .orderedAscending
+        var positions = Array(probes.indices)
+        try positions.sort { first, second in
+            let entry = probes[second].model
+            return try entry.withReportedValues { try compare(probes[first], entry, readers) } == .orderedAscending
         }
+        return positions.map { probes[$0] }
     }
 
     /// The first position in `models[range]` (in order) at or after `probe`.

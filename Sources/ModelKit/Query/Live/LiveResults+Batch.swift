@@ -13,8 +13,9 @@ import Foundation
 // is (a query reads every model of the type, k never exceeds them), so there is no fall-back to
 // a re-run; only a filter or order that reads other models runs the query again, once a batch.
 
-/// What a live result set collected during its context's open batch.
-struct LiveBatch<M: Model> {
+/// What a live result set collected during its context's open batch. A class: it is added to
+/// in place, once per event.
+final class LiveBatch<M: Model> {
     /// The models of the results' type that events were about.
     var models: [ObjectIdentifier: M] = [:]
     /// The first event, while it is the only one: placed as outside a batch.
@@ -26,13 +27,21 @@ extension LiveResults {
     /// Notes the model an event of the open batch is about; the first note of a batch asks the
     /// context to call back at its end.
     func collect(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
-        if pending == nil {
-            pending = LiveBatch()
-            query.context.afterBatch { [weak self] in self?.placeCollected() }
+        let batch: LiveBatch<M>
+        if let pending {
+            batch = pending
+        } else {
+            batch = LiveBatch()
+            pending = batch
+            context.afterBatch { [weak self] in self?.placeCollected() }
         }
-        pending!.events += 1
-        pending!.only = pending!.events == 1 ? (event, model, before) : nil
-        if let model = model as? M { pending!.models[ObjectIdentifier(model)] = model }
+        batch.events += 1
+        if batch.events == 1 {
+            batch.only = (event, model, before)
+        } else if batch.events == 2 {
+            batch.only = nil
+        }
+        if let model = model as? M { batch.models[ObjectIdentifier(model)] = model }
     }
 
     /// Places what the ended batch collected, and tells observers once.
@@ -68,7 +77,6 @@ extension LiveResults {
             }
         }
         // In: in order, each at or after the one before.
-        let context = query.context
         var merged: [M] = []
         var added: [(index: Int, id: ObjectIdentifier)] = []
         try query.guarded {

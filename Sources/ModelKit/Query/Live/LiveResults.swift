@@ -32,6 +32,8 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     let readsOtherModels: Bool
     /// Every match, in the query's order.
     var matches: OrderedModels<M>
+    /// The query's context (read on every event: `query` is a copy of the whole query).
+    let context: ModelContext
     private var contextToken: ObservationToken?
     private let observers = LiveObservers()
     private let registrar = ObservationRegistrar()
@@ -53,6 +55,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         readsOtherModels = order.readsOtherModels
         matches = OrderedModels(try Self.run(all))
         let context = query.context
+        self.context = context
         contextToken = ObservationToken(
             list: context.changeObservers,
             id: context.addChangeObserver(
@@ -67,6 +70,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         order = LiveOrder(query: query)
         window = (query.offsetCount, query.limitCount)
         readsOtherModels = false
+        context = query.context
         matches = OrderedModels([])
         lastError = error
     }
@@ -173,7 +177,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     /// While the context's batch is open, collects the model an event is about; else places it
     /// (after what an ended batch collected), and tells observers what the window showed changed.
     private func handle(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
-        if query.context.isBatchingChanges {
+        if context.isBatchingChanges {
             collect(event, model: model, before: before)
             return
         }
@@ -229,7 +233,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
                 try before.map { values in try model.withValues(values) { try self.position(of: model) } }
                 ?? self.position(of: model)
             if let from { self.matches.remove(at: from) }
-            guard kind != .removed, model.storage.context === self.query.context, try self.order.accepts(model) else {
+            guard kind != .removed, model.storage.context === self.context, try self.order.accepts(model) else {
                 return (from, nil)
             }
             let to = try self.order.position(of: self.order.probe(model), in: self.matches)
