@@ -337,8 +337,10 @@ extension Query {
     /// - Throws: ``QueryError`` as ``results()`` does.
     /// - Complexity: As ``results()`` to start. Then, per changed model of the type, O(log n)
     ///   comparisons to find its old and new places among n matches, and moving at most 512
-    ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. A filter
-    ///   or order through references runs the query again on every change in the context.
+    ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. At the
+    ///   end of a ``ModelContext/batchChanges(_:)`` that changed k > 1 models of the type,
+    ///   O(n + k log n) once. A filter or order through references runs the query again on every
+    ///   change in the context (once per batch).
     public func live() throws(QueryError) -> LiveResults<M> {
         try LiveResults(self)
     }
