@@ -16,6 +16,9 @@ extension Model {
         return try withValues(start, body)
     }
 
+    /// Whether a `beginChanges()` batch of the model is open.
+    var isInOpenBatch: Bool { (storage.tracker?.batchDepth ?? 0) > 0 }
+
     /// Runs `body` with `values` in place of the model's properties, then puts them back: to
     /// find where the model was before a change, by the order that reads models in place.
     func withValues<Result>(_ values: Properties, _ body: () throws -> Result) rethrows -> Result {

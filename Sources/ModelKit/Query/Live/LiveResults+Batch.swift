@@ -82,11 +82,19 @@ extension LiveResults {
         var merged: [M] = []
         var added: [(index: Int, id: ObjectIdentifier)] = []
         try query.guarded {
-            var probes: [LiveOrder<M>.Probe] = []
+            var accepted: [M] = []
             for model in changed.values where model.storage.context === context {
-                if try order.accepts(model) { probes.append(try order.probe(model)) }
+                if try order.accepts(model) { accepted.append(model) }
             }
-            probes = try order.sorted(probes)
+            // The query's own sort reads each model's values once and compares positions; a
+            // model in an open batch of its own is placed by its values at the batch's start,
+            // which only the live order reads.
+            let probes: [LiveOrder<M>.Probe]
+            if accepted.contains(where: { $0.isInOpenBatch }) {
+                probes = try order.sorted(accepted.map { try order.probe($0) })
+            } else {
+                probes = try query.ordered(accepted).map { try order.probe($0) }
+            }
             merged.reserveCapacity(kept.count + probes.count)
             var start = 0
             for probe in probes {
