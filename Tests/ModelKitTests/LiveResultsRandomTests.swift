@@ -72,7 +72,7 @@ final class LiveBook: ModelObject<LiveBook.Properties> {
     }
 
     @Test(
-        "Random inserts, edits of sorted and filtered keys, batches, removals, undos, merges and loads keep every live query equal to the query run again, and each change set turns the previous results into the new ones",
+        "Random inserts, edits of sorted and filtered keys, model and context batches, removals, undos, merges and loads keep every live query equal to the query run again, and each change set turns the previous results into the new ones",
         arguments: [1, 2, 3, 4] as [UInt64])
     func randomChanges(seed: UInt64) throws {
         var random = SplitMix64(seed: seed)
@@ -88,9 +88,9 @@ final class LiveBook: ModelObject<LiveBook.Properties> {
         }
         for _ in 0..<40 { _ = newWriter(in: context) }
         let watched = try Self.queries(in: context).map { try Watched($0) }
-        for step in 0..<1_000 {
+        /// One random change of the context.
+        func act(_ roll: Int) throws {
             let writers = context.models(of: LiveWriter.self)
-            let roll = Int.random(in: 0..<100, using: &random)
             switch roll {
             case 0..<20:
                 _ = newWriter(in: context)
@@ -138,6 +138,38 @@ final class LiveBook: ModelObject<LiveBook.Properties> {
             default:
                 context.resetChanges()
             }
+        }
+        struct Stop: Error {}
+        var batches = 0
+        for step in 0..<1_000 {
+            let roll = Int.random(in: 0..<100, using: &random)
+            let updatesBefore = watched.map(\.updates)
+            if random.chance(0.15) {
+                // A context batch of a few random changes, maybe nested, maybe ended by an error:
+                // every live query updates at most once, at the end of the outermost batch.
+                batches += 1
+                let throwing = random.chance(0.2)
+                do {
+                    try context.batchChanges {
+                        try act(roll)
+                        for _ in 0..<Int.random(in: 0...6, using: &random) {
+                            let inner = Int.random(in: 0..<100, using: &random)
+                            if random.chance(0.2) {
+                                try context.batchChanges { try act(inner) }
+                            } else {
+                                try act(inner)
+                            }
+                        }
+                        let quiet = zip(watched, updatesBefore).allSatisfy { $0.updates == $1 }
+                        #expect(quiet, "step \(step): an update inside a batch")
+                        if throwing { throw Stop() }
+                    }
+                } catch is Stop {}
+                let once = zip(watched, updatesBefore).allSatisfy { $0.updates <= $1 + 1 }
+                #expect(once, "step \(step): more than one update for a batch")
+            } else {
+                try act(roll)
+            }
             for (number, query) in watched.enumerated() {
                 let expected = try query.reference()
                 let live = Array(query.live)
@@ -161,6 +193,7 @@ final class LiveBook: ModelObject<LiveBook.Properties> {
             }
         }
         #expect(watched.allSatisfy { $0.updates > 0 })
+        #expect(batches > 50)
     }
 
     private func randomize(_ writer: LiveWriter, _ random: inout SplitMix64) {

@@ -95,6 +95,15 @@ import Synchronization
         set { listeningState.observers = newValue }
     }
 
+    /// Whether somebody listening to a model with `tracker` (or none) reads what changed, so
+    /// that a change must be found by encoding the values before and after: notifications, the
+    /// model's observers, the context's observers and streams, its undo manager (a change that
+    /// turns out empty registers no undo step). Live result sets don't: they re-read the model.
+    static func readsChanges(_ tracker: ChangeTracker?, context: ModelContext?) -> Bool {
+        ModelNotifications.isEnabled || (tracker?.listening?.hasListeners ?? false)
+            || (context.map { $0.undoManager != nil || $0.changeObservers.readsChanges } ?? false)
+    }
+
     /// Whether anybody wants to hear about the changes of a model with `tracker` (or none),
     /// apart from Observation.
     @usableFromInline static func hasListeners(_ tracker: ChangeTracker?, context: ModelContext?) -> Bool {
@@ -118,6 +127,9 @@ import Synchronization
     @usableFromInline var batchTouchedObservation = false
     var postsNotifications = false
     var observers: ObserverList?
+    /// Whether the batch is one the model joined in its context's open `batchChanges`, which
+    /// ends it.
+    var joinedContextBatch = false
 
     init() {}
 
@@ -232,34 +244,43 @@ final class ObserverList: @unchecked Sendable {
 
     private struct State {
         var nextId: UInt64 = 0
-        var entries: [(id: UInt64, callback: Callback)] = []
+        var entries: [(id: UInt64, callback: Callback, readsChanges: Bool)] = []
     }
 
     private let state = Locked(State())
     /// Mirrors `entries.isEmpty`, readable without the lock on the paths that only need a hint.
     private let count = Atomic<Int>(0)
+    /// How many entries read the event's `changes` (see `readsChanges`).
+    private let readers = Atomic<Int>(0)
 
-    /// Adds `callback`; returns its id and whether it is the first observer.
-    func add(_ callback: @escaping Callback) -> (id: UInt64, wasEmpty: Bool) {
+    /// Adds `callback`; returns its id and whether it is the first observer. An observer that
+    /// doesn't read the events' `changes` (`readsChanges: false`) gets them empty, unless
+    /// another reads them: then nobody encodes a model to find them.
+    func add(_ callback: @escaping Callback, readsChanges: Bool = true) -> (id: UInt64, wasEmpty: Bool) {
         let result = state.withLock { state -> (UInt64, Bool) in
             state.nextId += 1
-            state.entries.append((state.nextId, callback))
+            state.entries.append((state.nextId, callback, readsChanges))
             return (state.nextId, state.entries.count == 1)
         }
         count.add(1, ordering: .relaxed)
+        if readsChanges { readers.add(1, ordering: .relaxed) }
         return result
     }
 
     func remove(_ id: UInt64) {
-        let removed = state.withLock { state -> Bool in
-            guard let index = state.entries.firstIndex(where: { $0.id == id }) else { return false }
-            state.entries.remove(at: index)
-            return true
+        let removed = state.withLock { state -> Bool? in
+            guard let index = state.entries.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.entries.remove(at: index).readsChanges
         }
-        if removed { count.subtract(1, ordering: .relaxed) }
+        guard let removed else { return }
+        count.subtract(1, ordering: .relaxed)
+        if removed { readers.subtract(1, ordering: .relaxed) }
     }
 
     var isEmpty: Bool { count.load(ordering: .relaxed) == 0 }
+
+    /// Whether an observer reads the events' `changes`.
+    var readsChanges: Bool { readers.load(ordering: .relaxed) > 0 }
 
     /// Calls every observer with `event`. The list is copied first: observers may add or remove
     /// observers, or read and write models, from their callbacks.
@@ -342,6 +363,14 @@ extension Model {
         case .newWritten:
             break
         }
+        let context = storage.context
+        // Inside a context's batch, a model someone listens to reports once, at its end.
+        if let context, context.openBatch != nil, (tracker?.batchDepth ?? 0) == 0,
+            ChangeTracker.hasListeners(tracker, context: context)
+        {
+            context.joinBatch(self)
+            tracker = storage.tracker
+        }
         let batchDepth = tracker?.batchDepth ?? 0
         var tell = false
         if storage.box.observed {
@@ -352,7 +381,6 @@ extension Model {
                 tell = true
             }
         }
-        let context = storage.context
         if batchDepth == 0 && ChangeTracker.hasListeners(tracker, context: context) {
             pending.before = storage.values
             storage.quietEpoch = 0
@@ -381,6 +409,10 @@ extension Model {
 
     /// Reports what a write changed, to everybody listening to each write.
     @usableFromInline func _reportWrite(since before: Properties) {
+        // Only live result sets listen: they need the model, not an encoding of it twice.
+        guard ChangeTracker.readsChanges(storage.tracker, context: storage.context) else {
+            return report(ModelChanges(), batched: false, before: before)
+        }
         let changes = ModelChanges.between(Self.encoded(before), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
         registerUndo(restoring: before)

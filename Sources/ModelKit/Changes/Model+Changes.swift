@@ -153,6 +153,11 @@ extension Model {
             ObservationSlots.didSet(storage.box)
         }
         guard let start, ChangeTracker.hasListeners(tracker, context: storage.context) else { return }
+        // Only live result sets listen: they re-read the model (and, should it have ended as it
+        // started, see it in place, a modification), so it isn't encoded twice to compare.
+        guard ChangeTracker.readsChanges(tracker, context: storage.context) else {
+            return report(ModelChanges(), batched: true, before: start)
+        }
         let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
         registerUndo(restoring: start)
@@ -187,7 +192,9 @@ extension Model {
             ObservationSlots.willSet(storage.box)
         }
         let tracker = storage.tracker
-        let listening = ChangeTracker.hasListeners(tracker, context: storage.context)
+        // A model in an open batch (its own, or its context's) reports the load with the rest of
+        // the batch, at its end: from the values at the batch's start, where live results hold it.
+        let listening = (tracker?.batchDepth ?? 0) == 0 && ChangeTracker.hasListeners(tracker, context: storage.context)
         let before = listening ? storage.values : nil
         storage.values = values
         if toldRegistrar { ObservationSlots.didSet(storage.box) }
@@ -199,6 +206,9 @@ extension Model {
         storage.quietEpoch = 0
         storage.context?.noteIndexedWrite(self)
         if let before {
+            guard ChangeTracker.readsChanges(tracker, context: storage.context) else {
+                return report(ModelChanges(), batched: true, before: before)
+            }
             let changes = ModelChanges.between(Self.encoded(before), Self.encoded(values))
             if !changes.isEmpty { report(changes, batched: true, before: before) }
         }

@@ -169,8 +169,8 @@ extension ModelContext {
         return stream
     }
 
-    func addChangeObserver(_ callback: @escaping ObserverList.Callback) -> UInt64 {
-        let (id, wasEmpty) = changeObservers.add(callback)
+    func addChangeObserver(_ callback: @escaping ObserverList.Callback, readsChanges: Bool = true) -> UInt64 {
+        let (id, wasEmpty) = changeObservers.add(callback, readsChanges: readsChanges)
         if wasEmpty { ChangeEpoch.advance() }  // models that write quietly must report again
         return id
     }

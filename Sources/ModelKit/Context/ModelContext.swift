@@ -205,6 +205,9 @@ public final class ModelContext {
     }
     /// Closure observers and streams of the context's changes.
     let changeObservers = ObserverList()
+    /// The state of an open ``batchChanges(_:)``, `nil` while none is open (see
+    /// ModelContext+Batch.swift). Read by every write that reports, so kept behind one pointer.
+    @usableFromInline @exclusivity(unchecked) var openBatch: ContextBatch?
     /// The Observation framework's bookkeeping for ``hasChanges``, ``count`` and "needs saving"
     /// (see ModelContext+Observation.swift).
     let observationRegistrar = ObservationRegistrar()
@@ -491,6 +494,8 @@ public final class ModelContext {
     ///   caller knows it; `nil` reads it from the model under the lock (removing another model
     ///   moves one, under the lock).
     func remove<M: Model>(_ model: M, typeSlot: Int?) {
+        // Its writes in the open batch are reported (and undone) before its removal.
+        if openBatch != nil, model.storage.context === self { model.leaveContextBatch() }
         let id = model.storage.metadata.modelId
         let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
         let removed = withRegistry { registry -> Bool in

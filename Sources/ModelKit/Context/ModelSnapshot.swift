@@ -90,14 +90,17 @@ extension ModelContext {
     /// - Complexity: O(n) in the size of the snapshot.
     public func merge(_ snapshot: ModelSnapshot, isolation: (any Actor)? = #isolation) throws {
         claim(for: isolation)
-        if !snapshot.modelIds.isEmpty {
-            var options = DeserializationOptions()
-            options.matchesObjectIds = true
-            try load(snapshot.document, options: options)
-        }
-        for id in snapshot.removedIds {
-            guard let model = model(withId: id) else { continue }
-            model.removeFromContext()
+        // One batch: live result sets update once for the whole snapshot.
+        try batchChanges {
+            if !snapshot.modelIds.isEmpty {
+                var options = DeserializationOptions()
+                options.matchesObjectIds = true
+                try load(snapshot.document, options: options)
+            }
+            for id in snapshot.removedIds {
+                guard let model = model(withId: id) else { continue }
+                model.removeFromContext()
+            }
         }
     }
 }

@@ -408,4 +408,10 @@ final class PropertyValues<M: Model> {
         }
         return try reader.value(at: path, in: object, of: model)
     }
+
+    /// Drops the encoding kept of the last model read: it may have changed since.
+    func forget() {
+        model = nil
+        properties = nil
+    }
 }

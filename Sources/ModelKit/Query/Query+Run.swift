@@ -151,7 +151,7 @@ extension Query {
 
     /// The matches in the query's order; without sort keys, in model-id order, so that pages
     /// are stable.
-    private func ordered(_ models: [M]) throws(QueryError) -> [M] {
+    func ordered(_ models: [M]) throws(QueryError) -> [M] {
         guard !sortKeys.isEmpty else {
             let ids = models.map(\.modelId)
             return ids.indices.sorted { ids[$0] < ids[$1] }.map { models[$0] }

@@ -8,22 +8,20 @@ import Foundation
 // removal leaves alone). What one action does is one undo group.
 
 extension ModelContext {
-    /// Runs `body` as one undo step when the context has an undo manager.
+    /// Runs `body` as one undo step when the context has an undo manager, and as one batch of
+    /// changes (see ``batchChanges(_:)``, which opens the undo group).
     func undoGroup<Result>(_ body: () throws -> Result) rethrows -> Result {
-        guard let undoManager else { return try body() }
-        undoManager.beginUndoGrouping()
-        defer { undoManager.endUndoGrouping() }
-        return try body()
+        try batchChanges(body)
     }
 
     /// Registers the undo of inserting `model`.
     func registerUndoOfInsert<M: Model>(_ model: M) {
-        undoManager?.registerModelUndo { [weak self] in self?.remove(model, typeSlot: nil) }
+        registerContextUndo { [weak self] in self?.remove(model, typeSlot: nil) }
     }
 
     /// Registers the undo of removing `model`.
     func registerUndoOfRemove<M: Model>(_ model: M) {
-        undoManager?.registerModelUndo { [weak self] in self?.insert(model) }
+        registerContextUndo { [weak self] in self?.insert(model) }
     }
 }
 
@@ -31,8 +29,8 @@ extension Model {
     /// Registers, with the context's undo manager, putting back `values` (what the properties
     /// were before a write).
     func registerUndo(restoring values: Properties) {
-        guard let undoManager = storage.context?.undoManager else { return }
-        undoManager.registerModelUndo { [self] in
+        guard let context = storage.context, context.undoManager != nil else { return }
+        context.registerContextUndo { [self] in
             let pending = _willChange()
             storage.values = values
             _didChange(pending)

@@ -311,6 +311,11 @@ final class GraphLoader {
     }
 
     private func commit() {
+        // One batch: live result sets update once for the whole load.
+        context.batchChanges { commitInBatch() }
+    }
+
+    private func commitInBatch() {
         for update in updates { update() }
         // New models were marked as members of the context when they were filled in; the few
         // the context turns away (another thread inserted the same id meanwhile) are unmarked.

@@ -116,7 +116,7 @@ public struct LiveChangeSet: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The positions in `values` of a longest strictly increasing subsequence (patience sorting).
-    private static func longestIncreasingRun(_ values: [Int]) -> Set<Int> {
+    static func longestIncreasingRun(_ values: [Int]) -> Set<Int> {
         var tails: [Int] = []  // positions in `values` of the smallest tail of each run length
         var previous = [Int](repeating: -1, count: values.count)
         for (position, value) in values.enumerated() {

@@ -16,6 +16,9 @@ extension Model {
         return try withValues(start, body)
     }
 
+    /// Whether a `beginChanges()` batch of the model is open.
+    var isInOpenBatch: Bool { (storage.tracker?.batchDepth ?? 0) > 0 }
+
     /// Runs `body` with `values` in place of the model's properties, then puts them back: to
     /// find where the model was before a change, by the order that reads models in place.
     func withValues<Result>(_ values: Properties, _ body: () throws -> Result) rethrows -> Result {
@@ -27,8 +30,27 @@ extension Model {
 }
 
 /// The order and filter of one live query, read for one model at a time.
-struct LiveOrder<M: Model> {
+///
+/// The filter's program and the sort keys' readers are made once, not per update (making them
+/// cost more than using them). Their value reader keeps the encoding of the last model it read
+/// (for keys that can't be read in place), which a write since, or a model's values swapped in,
+/// would make stale: each question starts by making it forget.
+final class LiveOrder<M: Model> {
     let query: Query<M>
+    private let evaluator = PropertyValues<M>()
+    /// Made at the first question (a live query that failed to run never asks one).
+    private lazy var program: ScanProgram? = {
+        let node = query.predicate.node
+        if case .always = node { return nil }
+        return ScanProgram(node, reader: evaluator, indexes: [])
+    }()
+    private lazy var readers: [(M) throws -> ModelValue] = query.sortKeys.map { [evaluator] in
+        Query<M>.sortValueReader($0, evaluator)
+    }
+
+    init(query: Query<M>) {
+        self.query = query
+    }
 
     /// One model's place in the order, read once: the values of its string keys (folded under
     /// their options) and distances; typed keys compare the models themselves.
@@ -41,31 +63,63 @@ struct LiveOrder<M: Model> {
     /// Reads `model`'s sort values, with its reported values.
     func probe(_ model: M) throws -> Probe {
         try model.withReportedValues {
-            let evaluator = PropertyValues<M>()  // fresh: it keeps the last model's encoding
-            let values = try query.sortKeys.map { try Query<M>.sortValueReader($0, evaluator)(model) }
+            evaluator.forget()
+            let values = try readers.map { try $0(model) }
             return Probe(model: model, id: model.modelId, values: values)
         }
     }
 
     /// Whether the query's filter accepts `model`, with its reported values.
     func accepts(_ model: M) throws -> Bool {
-        let node = query.predicate.node
-        if case .always = node { return true }
-        // A new program per question: the program's value reader keeps the encoding of the last
-        // model it read, which a write since would make stale.
-        let program = ScanProgram(node, reader: PropertyValues<M>(), indexes: [])
-        return try model.withReportedValues { try program.matches(model) }
+        guard let program else { return true }
+        return try model.withReportedValues {
+            evaluator.forget()
+            return try program.matches(model)
+        }
     }
 
     /// The first position in `models` at or after `probe` in the order.
     ///
     /// - Complexity: O(log n) comparisons.
     func position(of probe: Probe, in models: OrderedModels<M>) throws -> Int {
-        let evaluator = PropertyValues<M>()
-        let readers = query.sortKeys.map { Query<M>.sortValueReader($0, evaluator) }
+        evaluator.forget()
         return try models.partitioningIndex { entry in
             try entry.withReportedValues { try compare(probe, entry, readers) } != .orderedDescending
         }
+    }
+
+    /// `probes` in the order. Each comparison reads the second model's values, as a search does.
+    /// Positions are sorted, not probes: moving values of a generic type goes through its value
+    /// witnesses, which cost more than the comparisons.
+    ///
+    /// - Complexity: O(k log k) comparisons.
+    func sorted(_ probes: [Probe]) throws -> [Probe] {
+        evaluator.forget()
+        var positions = Array(probes.indices)
+        try positions.sort { first, second in
+            let entry = probes[second].model
+            return try entry.withReportedValues { try compare(probes[first], entry, readers) } == .orderedAscending
+        }
+        return positions.map { probes[$0] }
+    }
+
+    /// The first position in `models[range]` (in order) at or after `probe`.
+    ///
+    /// - Complexity: O(log n) comparisons.
+    func position(of probe: Probe, in models: [M], from start: Int) throws -> Int {
+        evaluator.forget()
+        var low = start
+        var high = models.count
+        while low < high {
+            let middle = (low + high) / 2
+            let entry = models[middle]
+            if try entry.withReportedValues({ try compare(probe, entry, readers) }) != .orderedDescending {
+                high = middle
+            } else {
+                low = middle + 1
+            }
+        }
+        return low
     }
 
     /// The order of `probe`'s model and `entry`, by the sort keys, then by id.

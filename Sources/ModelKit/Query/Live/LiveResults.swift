@@ -27,20 +27,24 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
 
     /// The query, without its window: the results hold all matches, the collection shows the
     /// window.
-    private let order: LiveOrder<M>
-    private let window: (offset: Int, limit: Int?)
-    private let readsOtherModels: Bool
+    let order: LiveOrder<M>
+    let window: (offset: Int, limit: Int?)
+    let readsOtherModels: Bool
     /// Every match, in the query's order.
-    private var matches: OrderedModels<M>
+    var matches: OrderedModels<M>
+    /// The query's context (read on every event: `query` is a copy of the whole query).
+    let context: ModelContext
     private var contextToken: ObservationToken?
     private let observers = LiveObservers()
     private let registrar = ObservationRegistrar()
     /// Advanced by every update; observed reads register on it.
     private var version = 0
+    /// What the context's open batch changed, placed at its end (see LiveResults+Batch.swift).
+    var pending: LiveBatch<M>?
 
     /// The error of the last update that could not place a model, or `nil`. A model whose filter
     /// or sort value can't be read counts as not matching.
-    public private(set) var lastError: QueryError?
+    public internal(set) var lastError: QueryError?
 
     init(_ query: Query<M>) throws(QueryError) {
         var all = query
@@ -51,11 +55,13 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         readsOtherModels = order.readsOtherModels
         matches = OrderedModels(try Self.run(all))
         let context = query.context
+        self.context = context
         contextToken = ObservationToken(
             list: context.changeObservers,
-            id: context.addChangeObserver { [weak self] event, model, before in
-                self?.handle(event, model: model, before: before)
-            })
+            id: context.addChangeObserver(
+                { [weak self] event, model, before in self?.handle(event, model: model, before: before) },
+                // It re-reads the models: their encoded changes would only cost.
+                readsChanges: false))
     }
 
     /// The results of a query that can't run: empty, following nothing, with `error` as
@@ -64,6 +70,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         order = LiveOrder(query: query)
         window = (query.offsetCount, query.limitCount)
         readsOtherModels = false
+        context = query.context
         matches = OrderedModels([])
         lastError = error
     }
@@ -167,14 +174,25 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
 
     // MARK: - Updates
 
-    /// Places the model an event is about, and tells observers what the window showed changed.
+    /// While the context's batch is open, collects the model an event is about; else places it
+    /// (after what an ended batch collected), and tells observers what the window showed changed.
     private func handle(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
+        if context.isBatchingChanges {
+            collect(event, model: model, before: before)
+            return
+        }
+        if pending != nil { placeCollected() }
+        place(event, model: model, before: before)
+    }
+
+    /// Places the model an event is about, and tells observers what the window showed changed.
+    func place(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
         guard let model = model as? M else {
-            if readsOtherModels { rerun(modified: nil) }
+            if readsOtherModels { rerun(modified: []) }
             return
         }
         if readsOtherModels {
-            rerun(modified: event.kind == .updated ? model : nil)
+            rerun(modified: event.kind == .updated ? [ObjectIdentifier(model)] : [])
             return
         }
         let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
@@ -215,7 +233,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
                 try before.map { values in try model.withValues(values) { try self.position(of: model) } }
                 ?? self.position(of: model)
             if let from { self.matches.remove(at: from) }
-            guard kind != .removed, model.storage.context === self.query.context, try self.order.accepts(model) else {
+            guard kind != .removed, model.storage.context === self.context, try self.order.accepts(model) else {
                 return (from, nil)
             }
             let to = try self.order.position(of: self.order.probe(model), in: self.matches)
@@ -231,7 +249,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     }
 
     /// Runs the query again and compares: for filters and orders that read other models.
-    private func rerun(modified: M?) {
+    func rerun(modified: Set<ObjectIdentifier>) {
         let oldWindow = windowIdentifiers()
         do {
             matches = OrderedModels(try Self.run(query))
@@ -239,11 +257,10 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
             lastError = error
             return
         }
-        let modified: Set<ObjectIdentifier> = modified.map { [ObjectIdentifier($0)] } ?? []
         deliver(LiveChangeSet.between(oldWindow, windowIdentifiers(), modified: modified))
     }
 
-    private func deliver(_ change: LiveChangeSet) {
+    func deliver(_ change: LiveChangeSet) {
         guard !change.isEmpty else { return }
         registrar.willSet(self, keyPath: \.version)
         version &+= 1
@@ -251,11 +268,11 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         observers.notify(change)
     }
 
-    private func windowIdentifiers() -> [ObjectIdentifier] {
+    func windowIdentifiers() -> [ObjectIdentifier] {
         (0..<windowCount).map { ObjectIdentifier(matches[window.offset + $0]) }
     }
 
-    private var query: Query<M> { order.query }
+    var query: Query<M> { order.query }
 
     /// All matches of `query` (no window), in its order: by model id without sort keys.
     private static func run(_ query: Query<M>) throws(QueryError) -> [M] {
@@ -320,8 +337,10 @@ extension Query {
     /// - Throws: ``QueryError`` as ``results()`` does.
     /// - Complexity: As ``results()`` to start. Then, per changed model of the type, O(log n)
     ///   comparisons to find its old and new places among n matches, and moving at most 512
-    ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. A filter
-    ///   or order through references runs the query again on every change in the context.
+    ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. At the
+    ///   end of a ``ModelContext/batchChanges(_:)`` that changed k > 1 models of the type,
+    ///   O(n + k log n) once. A filter or order through references runs the query again on every
+    ///   change in the context (once per batch).
     public func live() throws(QueryError) -> LiveResults<M> {
         try LiveResults(self)
     }

@@ -72,16 +72,20 @@ struct OrderedModels<Element: AnyObject> {
             count = 1
             return
         }
-        let chunk = position == count ? chunks.count - 1 : chunk(containing: position)
+        var chunk = position == count ? chunks.count - 1 : chunk(containing: position)
+        if chunks[chunk].count == Self.chunkCapacity {
+            // Split before the insertion would grow the full chunk's storage to twice its size
+            // (and keep that for the half left in it): two halves, each allocated to fit.
+            let half = Self.chunkCapacity / 2
+            let head = Array(chunks[chunk][..<half])
+            let tail = Array(chunks[chunk][half...])
+            chunks[chunk] = head
+            chunks.insert(tail, at: chunk + 1)
+            starts.insert(starts[chunk] + half, at: chunk + 1)
+            if position - starts[chunk] > half { chunk += 1 }
+        }
         chunks[chunk].insert(element, at: position - starts[chunk])
         count += 1
-        if chunks[chunk].count > Self.chunkCapacity {
-            let half = chunks[chunk].count / 2
-            let tail = Array(chunks[chunk][half...])
-            chunks[chunk].removeSubrange(half...)
-            chunks.insert(tail, at: chunk + 1)
-            starts.insert(0, at: chunk + 1)
-        }
         recountStarts(from: chunk)
     }
 
@@ -96,6 +100,15 @@ struct OrderedModels<Element: AnyObject> {
         if chunks[chunk].isEmpty {
             chunks.remove(at: chunk)
             starts.remove(at: chunk)
+        } else if chunks[chunk].count * 2 <= chunks[chunk].capacity && chunks[chunk].capacity > 16 {
+            // Removals don't give storage back: once half of it is spare, the chunk moves to
+            // storage that fits, with an eighth to spare, so that insertions and removals around
+            // that count don't move it back and forth (each move copies at most half a chunk).
+            let models = chunks[chunk]
+            var fitted: [Element] = []
+            fitted.reserveCapacity(models.count + models.count / 8)
+            fitted.append(contentsOf: models)
+            chunks[chunk] = fitted
         }
         recountStarts(from: chunk)
         return element

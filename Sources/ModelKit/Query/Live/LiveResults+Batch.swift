@@ -1,0 +1,156 @@
+import Foundation
+
+// A live result set in a context's batch (`ModelContext.batchChanges`): while the batch is open
+// it only collects the models its events are about, and keeps the results it had; at the end it
+// places them all at once and delivers one change set.
+//
+// One model changed once is placed as outside a batch, by binary search. More are placed in one
+// pass: the changed models are taken out of the results (a walk of the n results, a set lookup
+// each: their places can't be searched for, since their values changed), the ones that match
+// now are sorted, and each goes back in after the last one, by binary search (O(k log n)
+// comparisons for k models). The change set comes from the positions before and after; no
+// comparison of whole result arrays. In complexity that is never above running the query again
+// whatever k is (a query reads every model of the type, k never exceeds them), so there is no
+// fall-back to a re-run; only a filter or order that reads other models runs the query again,
+// once a batch. (In time, each model's report at the batch's end still costs some µs: see the
+// live-batch benchmark.)
+
+/// What a live result set collected during its context's open batch. A class: it is added to
+/// in place, once per event.
+final class LiveBatch<M: Model> {
+    /// The models of the results' type that events were about.
+    var models: [ObjectIdentifier: M] = [:]
+    /// The first event, while it is the only one: placed as outside a batch.
+    var only: (event: ModelChangeEvent, model: AnyObject?, before: Any?)?
+    var events = 0
+}
+
+extension LiveResults {
+    /// Notes the model an event of the open batch is about; the first note of a batch asks the
+    /// context to call back at its end.
+    func collect(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
+        let batch: LiveBatch<M>
+        if let pending {
+            batch = pending
+        } else {
+            batch = LiveBatch()
+            pending = batch
+            context.afterBatch { [weak self] in self?.placeCollected() }
+        }
+        batch.events += 1
+        if batch.events == 1 {
+            batch.only = (event, model, before)
+        } else if batch.events == 2 {
+            batch.only = nil
+        }
+        if let model = model as? M { batch.models[ObjectIdentifier(model)] = model }
+    }
+
+    /// Places what the ended batch collected, and tells observers once.
+    func placeCollected() {
+        guard let batch = pending else { return }
+        pending = nil
+        if let only = batch.only {
+            place(only.event, model: only.model, before: only.before)
+        } else if readsOtherModels {
+            rerun(modified: Set(batch.models.keys))
+        } else if !batch.models.isEmpty {
+            do {
+                try replace(batch.models)
+            } catch {
+                lastError = error
+            }
+        }
+    }
+
+    /// Takes `changed` out of the results and puts those that match back where they belong now.
+    private func replace(_ changed: [ObjectIdentifier: M]) throws(QueryError) {
+        let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
+        // Out: the rest keep their order, the changed ones leave from `removed` (ascending).
+        var kept: [M] = []
+        kept.reserveCapacity(matches.count)
+        var removed: [(index: Int, id: ObjectIdentifier)] = []
+        var index = 0
+        for chunk in matches.chunks {
+            for model in chunk {
+                let id = ObjectIdentifier(model)
+                if changed[id] != nil { removed.append((index, id)) } else { kept.append(model) }
+                index += 1
+            }
+        }
+        // In: in order, each at or after the one before.
+        var merged: [M] = []
+        var added: [(index: Int, id: ObjectIdentifier)] = []
+        try query.guarded {
+            var accepted: [M] = []
+            for model in changed.values where model.storage.context === context {
+                if try order.accepts(model) { accepted.append(model) }
+            }
+            // The query's own sort reads each model's values once and compares positions; a
+            // model in an open batch of its own is placed by its values at the batch's start,
+            // which only the live order reads.
+            let probes: [LiveOrder<M>.Probe]
+            if accepted.contains(where: { $0.isInOpenBatch }) {
+                probes = try order.sorted(accepted.map { try order.probe($0) })
+            } else {
+                probes = try query.ordered(accepted).map { try order.probe($0) }
+            }
+            merged.reserveCapacity(kept.count + probes.count)
+            var start = 0
+            for probe in probes {
+                let at = try order.position(of: probe, in: kept, from: start)
+                merged.append(contentsOf: kept[start..<at])
+                added.append((merged.count, ObjectIdentifier(probe.model)))
+                merged.append(probe.model)
+                start = at
+            }
+            merged.append(contentsOf: kept[start...])
+        }
+        matches = OrderedModels(merged)
+        if let oldWindow {
+            deliver(LiveChangeSet.between(oldWindow, windowIdentifiers(), modified: Set(changed.keys)))
+        } else {
+            deliver(Self.change(removed: removed, added: added))
+        }
+    }
+
+    /// The change set of a batch from where its models were (`removed`) and are (`added`), both
+    /// ascending, the other results kept in order. A model in both stays (a modification) when
+    /// as many kept results are before it as before, and it is in a longest run that kept its
+    /// order among such models; the others move.
+    ///
+    /// - Complexity: O(k log k) for k models.
+    static func change(removed: [(index: Int, id: ObjectIdentifier)], added: [(index: Int, id: ObjectIdentifier)])
+        -> LiveChangeSet
+    {
+        var change = LiveChangeSet()
+        var after: [ObjectIdentifier: (index: Int, rank: Int)] = [:]
+        after.reserveCapacity(added.count)
+        for (rank, entry) in added.enumerated() { after[entry.id] = (entry.index, rank) }
+        var before = Set<ObjectIdentifier>()
+        before.reserveCapacity(removed.count)
+        var common: [(from: Int, to: Int, inPlace: Bool)] = []
+        for (rank, entry) in removed.enumerated() {
+            before.insert(entry.id)
+            guard let new = after[entry.id] else {
+                change.deletions.append(entry.index)
+                continue
+            }
+            // The kept results before it, before and after.
+            common.append((entry.index, new.index, entry.index - rank == new.index - new.rank))
+        }
+        for entry in added where !before.contains(entry.id) { change.insertions.append(entry.index) }
+        let candidates = common.indices.filter { common[$0].inPlace }
+        let staying = LiveChangeSet.longestIncreasingRun(candidates.map { common[$0].to })
+        var stays = Set<Int>()
+        for position in staying { stays.insert(candidates[position]) }
+        for (position, pair) in common.enumerated() {
+            if stays.contains(position) {
+                change.modifications.append(pair.from)
+            } else {
+                change.moves.append(LiveChangeSet.Move(from: pair.from, to: pair.to))
+            }
+        }
+        return change
+    }
+}

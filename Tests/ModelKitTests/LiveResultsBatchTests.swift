@@ -1,0 +1,199 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+import Testing
+
+/// A live query and every change set it delivered, each checked against the results before it.
+@MainActor private final class BatchRecorder {
+    let live: LiveResults<LiveWriter>
+    var shown: [LiveWriter]
+    var changes: [LiveChangeSet] = []
+    var token: ObservationToken?
+
+    init(_ query: Query<LiveWriter>) throws {
+        live = try query.live()
+        shown = Array(live)
+        token = live.observe { [unowned self] results, change in
+            changes.append(change)
+            let applied = change.applied(to: shown) { results[$0] }
+            #expect(applied.map(ObjectIdentifier.init) == results.map(ObjectIdentifier.init), "\(change)")
+            shown = Array(results)
+        }
+    }
+
+    var ages: [Int] { live.map(\.age) }
+    /// The models shown, by object id (their values are read live, their places are not).
+    var ids: [String] { live.map { $0.objectId ?? "" } }
+}
+
+@Suite("Live results in a context batch")
+@MainActor struct LiveResultsBatchTests {
+    /// Writers aged 0, 10, 20, … in a context.
+    private func writers(_ count: Int, in context: ModelContext) -> [LiveWriter] {
+        (0..<count).map { index in
+            let writer = LiveWriter.instance(objectId: "b\(index)", in: context)
+            writer.age = index * 10
+            return writer
+        }
+    }
+
+    @Test("Edits of many models in a batch update the results once, at the end, with one change set")
+    func editsGiveOneChangeSet() throws {
+        let context = ModelContext()
+        let all = writers(6, in: context)
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(100)).sorted(by: \.age))
+        context.batchChanges {
+            all[0].age = 35  // moves: 10 20 30 35 40 50
+            all[5].age = 200  // leaves
+            all[2].name = "same place"  // a modification
+            #expect(recorder.ids == ["b0", "b1", "b2", "b3", "b4", "b5"])  // not yet
+            let added = LiveWriter.instance(objectId: "new", in: context)
+            added.age = 5  // enters
+        }
+        #expect(recorder.ages == [5, 10, 20, 30, 35, 40])
+        #expect(
+            recorder.changes == [
+                LiveChangeSet(deletions: [5], insertions: [0], modifications: [2], moves: [.init(from: 0, to: 4)])
+            ])
+    }
+
+    @Test("Nested batches report at the end of the outermost, and observers reading the results inside see them as at its start")
+    func nestedBatchesReportAtTheOutermostEnd() throws {
+        let context = ModelContext()
+        let all = writers(4, in: context)
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age, ascending: false))
+        var seenByObserver: [[String]] = []
+        let token = context.observeChanges { _ in seenByObserver.append(recorder.ids) }
+        context.batchChanges {
+            all[0].age = 100
+            context.batchChanges {
+                all[1].age = 90
+                all[1].age = 95  // the same model twice: one event
+            }
+            #expect(recorder.changes.isEmpty)
+            all[3].removeFromContext()
+        }
+        #expect(recorder.ages == [100, 95, 20])
+        #expect(recorder.changes.count == 1)
+        // The removal is reported at once, the two edits at the end; all see the results as before.
+        #expect(seenByObserver == Array(repeating: ["b3", "b2", "b1", "b0"], count: 3))
+        token.cancel()
+    }
+
+    @Test("A batch whose body throws keeps and reports what it changed before the error, once")
+    func throwingBodyReportsOnce() throws {
+        struct Stop: Error {}
+        let context = ModelContext()
+        let all = writers(3, in: context)
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        #expect(throws: Stop.self) {
+            try context.batchChanges {
+                all[0].age = 50
+                all[1].age = 60
+                throw Stop()
+            }
+        }
+        #expect(recorder.ages == [20, 50, 60])
+        #expect(recorder.changes == [LiveChangeSet(moves: [.init(from: 0, to: 1), .init(from: 1, to: 2)])])
+        // The batch is closed: the next write updates at once.
+        all[2].age = 70
+        #expect(recorder.changes.count == 2 && recorder.ages == [50, 60, 70])
+    }
+
+    @Test("A merge of several models updates a live query once")
+    func mergeGivesOneChangeSet() throws {
+        let context = ModelContext()
+        _ = writers(3, in: context)
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let other = ModelContext()
+        for (objectId, age) in [("b0", 25), ("b2", 5), ("m1", 15), ("m2", 1)] {
+            LiveWriter.instance(objectId: objectId, in: other).age = age
+        }
+        try context.merge(other.snapshotOfChanges())
+        #expect(recorder.ages == [1, 5, 10, 15, 25])
+        #expect(recorder.changes.count == 1)
+    }
+
+    @Test("A load of several models updates a live query once")
+    func loadGivesOneChangeSet() throws {
+        let context = ModelContext()
+        let all = writers(3, in: context)
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let data = try all[0].jsonData()
+        all[0].age = 99
+        let other = ModelContext()
+        for index in 0..<3 { LiveWriter.instance(objectId: "l\(index)", in: other).age = 3 - index }
+        try context.load(try other.data())
+        _ = try LiveWriter.instance(fromJSON: data, in: context)  // one model: as outside a batch
+        #expect(recorder.ages == [0, 1, 2, 3, 10, 20])
+        #expect(recorder.changes.count == 3)
+    }
+
+    @Test("Undoing and redoing a batch is one step, and updates a live query once each way")
+    func undoOfABatchIsOneUpdate() throws {
+        let context = ModelContext()
+        let undo = ModelUndoManager()
+        context.undoManager = undo
+        let all = writers(4, in: context)
+        undo.removeAllActions()
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        context.batchChanges {
+            all[0].age = 100
+            all[1].age = 5
+            all[1].age = 15
+            all[3].removeFromContext()
+            LiveWriter.instance(objectId: "u", in: context).age = 1
+        }
+        #expect(recorder.ages == [1, 15, 20, 100])
+        undo.undo()
+        #expect(recorder.ages == [0, 10, 20, 30])
+        #expect(!undo.canUndo)
+        undo.redo()
+        #expect(recorder.ages == [1, 15, 20, 100])
+        #expect(recorder.changes.count == 3)
+        undo.undo()
+        #expect(recorder.ages == [0, 10, 20, 30] && recorder.changes.count == 4)
+    }
+
+    @Test("A batch that changes nothing delivers nothing and leaves no undo step")
+    func emptyBatch() throws {
+        let context = ModelContext()
+        let undo = ModelUndoManager()
+        context.undoManager = undo
+        let all = writers(2, in: context)
+        undo.removeAllActions()
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        context.batchChanges {}
+        context.batchChanges { all[0].name = "" }  // the value it had: no write
+        #expect(recorder.changes.isEmpty && !undo.canUndo)
+    }
+
+    @Test("A windowed query's change set in a batch is relative to its window")
+    func windowInABatch() throws {
+        let context = ModelContext()
+        let all = writers(6, in: context)
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age).offset(1).limit(3))
+        context.batchChanges {
+            all[5].age = 1  // 0 1 | 10 20 | 30 40
+            all[1].age = 45
+        }
+        #expect(recorder.ages == [1, 20, 30])
+        #expect(recorder.changes.count == 1)
+    }
+
+    @Test("A filter through a reference runs its query again once for a batch")
+    func throughReferenceOncePerBatch() throws {
+        let context = ModelContext()
+        let writer = LiveWriter.instance(in: context)
+        let books = (0..<3).map { _ in LiveBook.instance(in: context) }
+        let live = try LiveBook.query(in: context).where("writer.age", .greaterThan(30)).live()
+        var updates = 0
+        let token = live.observe { _, _ in updates += 1 }
+        context.batchChanges {
+            writer.age = 40
+            for book in books { book.writer = writer }  // each a match, outside a batch
+        }
+        #expect(live.count == 3 && updates == 1)
+        token.cancel()
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import ModelKitTestSupport
+import Testing
+
+@testable import ModelKit
+
+@Suite("The chunked storage of live results")
+struct OrderedModelsTests {
+    final class Item {
+        let value: Int
+        init(_ value: Int) { self.value = value }
+    }
+
+    @Test(
+        "Thousands of random insertions and removals, splitting and shrinking chunks, keep the same order as an array, and spare storage stays under the chunks' size",
+        arguments: [1, 2] as [UInt64])
+    func randomInsertionsAndRemovals(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var models = OrderedModels((0..<700).map(Item.init))
+        var reference = models.elements
+        for step in 0..<20_000 {
+            // Grow to a few thousand, then shrink to a few, then grow again.
+            let growing = (step / 5_000) % 2 == 0
+            if reference.isEmpty || (growing ? random.chance(0.7) : random.chance(0.25)) {
+                let position = Int.random(in: 0...reference.count, using: &random)
+                let item = Item(step)
+                models.insert(item, at: position)
+                reference.insert(item, at: position)
+            } else {
+                let position = Int.random(in: 0..<reference.count, using: &random)
+                let removed = models.remove(at: position)
+                #expect(removed === reference.remove(at: position))
+            }
+            guard step % 97 == 0 else { continue }
+            #expect(models.count == reference.count)
+            #expect(models.elements.map(ObjectIdentifier.init) == reference.map(ObjectIdentifier.init), "step \(step)")
+            if !reference.isEmpty {
+                let position = Int.random(in: 0..<reference.count, using: &random)
+                #expect(models[position] === reference[position])
+            }
+            #expect(models.chunks.allSatisfy { !$0.isEmpty && $0.count <= OrderedModels<Item>.chunkCapacity })
+            // No chunk keeps more than twice what it holds (and a little for malloc's rounding).
+            #expect(models.chunks.allSatisfy { $0.capacity <= max(2 * $0.count + 8, 32) }, "step \(step)")
+        }
+    }
+}
