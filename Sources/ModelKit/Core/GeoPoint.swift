@@ -47,7 +47,7 @@ public struct GeoPoint: Hashable, Sendable, Codable {
     package var isOnEarth: Bool { (-90...90).contains(latitude) && (-180...180).contains(longitude) }
 
     /// Whether the point is on Earth and at most `kilometers` from `center`: what `WITHIN` decides.
-    func isWithin(kilometers: Double, of center: GeoPoint) -> Bool {
+    package func isWithin(kilometers: Double, of center: GeoPoint) -> Bool {
         isOnEarth && distance(to: center) <= kilometers
     }
 }
