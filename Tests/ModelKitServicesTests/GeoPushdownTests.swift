@@ -41,6 +41,25 @@ func spotService(pageSize: Int = 1_000) async throws -> KintoService {
         url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(300), pageSize: pageSize)
 }
 
+/// Saves `spots`, 50 to a list; one by one on Kinto's PostgreSQL backend, where saving a list of
+/// 50 (or 300) new spots was refused with a version conflict on a spot it had just created (seen
+/// while writing these tests, in the save pipeline: not what they test).
+func saveSpots(_ spots: [Spot], _ service: KintoService, in context: ModelContext, isolation: isolated (any Actor)? = #isolation)
+    async throws
+{
+    let chunk = try await KintoServer.shared.value.backend == "postgresql" ? 1 : 50
+    for start in stride(from: 0, to: spots.count, by: chunk) {
+        let part = spots[start..<min(start + chunk, spots.count)]
+        if let spot = part.first, part.count == 1 {
+            try await service.save(spot)
+            continue
+        }
+        let list = SpotList.instance(in: context)
+        list.spots.append(contentsOf: part)
+        try await service.save(list)
+    }
+}
+
 /// Runs `query` locally and on the server (into a fresh context): both answers as object ids, by
 /// model id.
 func bothWays(_ query: Query<Spot>, _ service: KintoService, isolation: isolated (any Actor)? = #isolation) async throws
@@ -167,7 +186,7 @@ struct GeoPushdownTests {
         var random = SplitMix64(seed: seed)
         let service = try await spotService(pageSize: 100)
         let context = ModelContext()
-        let list = SpotList.instance(in: context)
+        var spots: [Spot] = []
         func randomPoint() -> GeoPoint {
             switch Int.random(in: 0..<4, using: &random) {
             case 0: return random.pick(edgePoints)
@@ -188,9 +207,9 @@ struct GeoPushdownTests {
             spot.place = randomPoint()
             spot.maybe = random.chance(0.3) ? nil : randomPoint()
             points.append(spot.place)
-            list.spots.append(spot)
+            spots.append(spot)
         }
-        try await service.save(list)
+        try await saveSpots(spots, service, in: context)
 
         let radii: [Double] = [0, 0.001, 1, 30, 111, 1_000, 5_000, 10_007, 20_015, 25_000, .infinity]
         var pushed = 0
@@ -228,7 +247,7 @@ struct GeoPushdownTests {
     func narrowQueryDownloadsLess() async throws {
         let service = try await spotService()
         let context = ModelContext()
-        let list = SpotList.instance(in: context)
+        var spots: [Spot] = []
         var random = SplitMix64(seed: 7)
         let count = Int(ProcessInfo.processInfo.environment["MODELKIT_PUSHDOWN_RECORDS"] ?? "") ?? 1_000
         for index in 0..<count {
@@ -236,9 +255,9 @@ struct GeoPushdownTests {
             spot.name = "spot \(index)"
             // Uniform over a 10° square near the equator.
             spot.place = GeoPoint(latitude: .random(in: 0..<10, using: &random), longitude: .random(in: 0..<10, using: &random))
-            list.spots.append(spot)
+            spots.append(spot)
         }
-        try await service.save(list)
+        try await saveSpots(spots, service, in: context)
 
         var before = service.metrics.bytesReceived
         let all = try await service.fetch(Spot.query(in: ModelContext()))
