@@ -8,7 +8,7 @@ import ModelKit
 
 extension RemoteQueryPlan {
     /// Bounds on the coordinates of every point on Earth at most `kilometers` from `center`, as
-    /// computed by ``GeoPoint/distance(to:)``; `nil` when nothing bounds them (a centre out of
+    /// computed by `GeoPoint.distance(to:)`; `nil` when nothing bounds them (a centre out of
     /// range, an infinite radius, a circle covering every latitude).
     ///
     /// Latitudes are bounded unless the box passes a pole, which leaves them unbounded on that
