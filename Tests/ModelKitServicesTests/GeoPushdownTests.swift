@@ -170,6 +170,14 @@ struct WithinRangeTests {
         let plan = service.plan(of: try Spot.query(in: ModelContext()).filter("place WITHIN 100 KM OF {10, 20}"))
         #expect(!plan.isExact)
         #expect(plan.sentLeafCount == 1)
+        // Kinto orders finite coordinates as numbers both ways; nothing else about them is asked.
+        let latitude = RecordField(path: ["place", "latitude"], kind: .coordinate, isOptional: false)
+        #expect(service.evaluation(of: RecordCondition(latitude, .lessThanOrEqual, [.double(10.5)])) == .superset)
+        #expect(service.evaluation(of: RecordCondition(latitude, .greaterThanOrEqual, [.double(-10.5)])) == .superset)
+        #expect(service.evaluation(of: RecordCondition(latitude, .lessThan, [.double(.infinity)])) == .unsupported)
+        #expect(service.evaluation(of: RecordCondition(latitude, .greaterThan, [.double(.nan)])) == .unsupported)
+        #expect(service.evaluation(of: RecordCondition(latitude, .equal, [.double(10.5)])) == .unsupported)
+        #expect(!service.canSort(by: latitude))
         // What goes into the request's query string.
         let parameters = try KintoService.parameters(plan.conditions).map(\.0)
         #expect(parameters == ["min_place.latitude", "max_place.latitude", "min_place.longitude", "max_place.longitude"])
