@@ -48,6 +48,10 @@ extension KintoService {
             guard values.count == 1 else { return .unsupported }
             let below = condition.op == .lessThan || condition.op == .lessThanOrEqual
             switch (field.kind, values[0]) {
+            case (.coordinate, .double(let number)):
+                // Only finite coordinates matter, and Kinto orders those as numbers, both ways;
+                // the JSON text of a double reads back as the same double.
+                return number.isFinite ? .superset : .unsupported
             case (.integer, .int), (.integer, .uint):
                 // null sorts below every number: `lt_`/`max_` return it too.
                 return below && field.isOptional ? .superset : .exact

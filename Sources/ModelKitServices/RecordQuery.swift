@@ -22,6 +22,10 @@ public struct RecordField: Hashable, Sendable, CustomStringConvertible {
         case bool
         /// Arrays of strings.
         case strings
+        /// The `latitude` or `longitude` number of a `GeoPoint`. Only finite numbers in range
+        /// matter: a point out of range, NaN or infinite matches no `WITHIN`, the one condition
+        /// that reads these fields, so a backend may leave such values out of any answer.
+        case coordinate
         /// Ids: the record id (`id`) and the model id (`modelId`), ASCII letters, digits and `-`,
         /// compared and ordered byte by byte.
         case identifier

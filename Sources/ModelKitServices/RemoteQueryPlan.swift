@@ -102,7 +102,9 @@ struct RemoteQueryPlan {
         case .condition(let path, let condition):
             leafCount += 1
             follow(path, M.self)
-            return sendable(Self.equivalent(path, condition, negated: false, M.self), service)
+            let part = sendable(Self.equivalent(path, condition, negated: false, M.self), service)
+            // A box is never exactly a circle, whatever the backend says of its bounds.
+            return (part.conditions, part.exact && condition.op != .within)
         case .not(.condition(let path, let condition)):
             leafCount += 1
             follow(path, M.self)
@@ -187,6 +189,11 @@ struct RemoteQueryPlan {
     static func equivalent<M: Model>(_ path: [String], _ condition: QueryCondition, negated: Bool, _ type: M.Type)
         -> [RecordCondition]?
     {
+        if condition.op == .within {
+            guard !negated, let (kind, optional) = M.storedField(at: path), kind == .geoPoint, let center = condition.center
+            else { return nil }
+            return boundingBox(path, optional: optional, center: center, kilometers: condition.kilometers)
+        }
         guard condition.options.isEmpty, let field = field(path, M.self) else { return nil }
         let values = condition.values
         func fits(_ value: ModelValue) -> Bool {

@@ -40,4 +40,14 @@ public struct GeoPoint: Hashable, Sendable, Codable {
             + cos(latitude * toRadians) * cos(other.latitude * toRadians) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * Self.earthRadiusKilometers * asin(min(1, a.squareRoot()))
     }
+
+    /// Whether the point is on Earth: a latitude from -90 to 90 and a longitude from -180 to 180.
+    /// Queries need it: a `WITHIN` condition matches only such points, as the haversine formula
+    /// puts an out-of-range point (latitude 200) at some distance that no bounding box predicts.
+    package var isOnEarth: Bool { (-90...90).contains(latitude) && (-180...180).contains(longitude) }
+
+    /// Whether the point is on Earth and at most `kilometers` from `center`: what `WITHIN` decides.
+    package func isWithin(kilometers: Double, of center: GeoPoint) -> Bool {
+        isOnEarth && distance(to: center) <= kilometers
+    }
 }

@@ -412,9 +412,11 @@ extension Condition where Value: Sequence, Value.Element == String {
 }
 
 extension Condition where Value == GeoPoint {
-    /// The property is at most `kilometers` from `center` along the great circle.
+    /// The property is at most `kilometers` from `center` along the great circle, and on Earth
+    /// (latitude from -90 to 90, longitude from -180 to 180: a point out of range matches no
+    /// `WITHIN`, so a server can look for matches in a bounding box).
     public static func within(kilometers: Double, of center: GeoPoint) -> Self {
-        Self { $0.distance(to: center) <= kilometers }
+        Self { $0.isWithin(kilometers: kilometers, of: center) }
     }
 }
 

@@ -287,5 +287,5 @@ private struct Elements: ValuePredicate {
 private struct Near: ValuePredicate {
     let center: GeoPoint
     let kilometers: Double
-    func holds(_ value: GeoPoint) -> Bool { value.distance(to: center) <= kilometers }
+    func holds(_ value: GeoPoint) -> Bool { value.isWithin(kilometers: kilometers, of: center) }
 }

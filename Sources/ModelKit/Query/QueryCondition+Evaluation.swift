@@ -79,7 +79,7 @@ extension QueryCondition {
                 if value == .null { return false }
                 throw mismatch(value, expected: "a GeoPoint property", key, modelName)
             }
-            return point.distance(to: center) <= kilometers
+            return point.isWithin(kilometers: kilometers, of: center)
         }
     }
 

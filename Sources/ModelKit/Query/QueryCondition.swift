@@ -130,7 +130,9 @@ public struct QueryCondition: Sendable {
         Self(.containsAny, values.map(\.queryValue), options: options)
     }
 
-    /// The ``GeoPoint`` property is at most `kilometers` from `center`, along the great circle.
+    /// The ``GeoPoint`` property is at most `kilometers` from `center`, along the great circle,
+    /// and on Earth: a point with a latitude outside -90…90 or a longitude outside -180…180
+    /// matches no `WITHIN` (so a server can look for matches in a bounding box).
     public static func within(kilometers: Double, of center: GeoPoint) -> Self {
         Self(.within, [], center: center, kilometers: kilometers)
     }
