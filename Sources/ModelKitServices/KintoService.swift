@@ -385,7 +385,8 @@ public final class KintoService: ModelService {
             else { return nil }
             existing["id"] = nil
             existing["last_modified"] = nil
-            return existing == sent.values ? .written(version) : nil
+            // Not `==`: a server may give a double back a unit in the last place away.
+            return ModelValue.object(sent.values).matchesStored(.object(existing)) ? .written(version) : nil
         case (.delete(_, let expected), 404):
             // Gone, as asked; the tombstone's version did not reach us.
             return .written(expected ?? RemoteVersion("0"))
