@@ -217,7 +217,7 @@ struct KintoServer: Sendable {
     func request(
         _ method: String, _ path: String, body: ModelValue? = nil, headers: [String: String] = [:], authenticated: Bool = true
     ) async throws -> (status: Int, body: ModelValue) {
-        var request = URLRequest(url: URL(string: url.absoluteString + path)!, timeoutInterval: 120)
+        var request = URLRequest(url: URL(string: url.absoluteString + path)!, timeoutInterval: 300)
         request.httpMethod = method
         if let body {
             request.httpBody = body.jsonData()
@@ -228,11 +228,22 @@ struct KintoServer: Sendable {
             request.setValue(
                 "Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await handSession.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         return (status, (try? ModelValue(json: data)) ?? .null)
     }
 }
+
+/// The session of requests made by hand. Not `URLSession.shared`: on Linux its configuration's 60 s
+/// request limit applies whatever the request asks, and Kinto on PostgreSQL, with every service
+/// suite running at once on two cores, queued requests for longer than that (a CI run's log showed
+/// 53 waiting); the limit here is a backstop, not a measure.
+private let handSession: URLSession = {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.timeoutIntervalForRequest = 300
+    configuration.timeoutIntervalForResource = 600
+    return URLSession(configuration: configuration)
+}()
 
 struct FixtureError: Error, CustomStringConvertible {
     let description: String

@@ -196,4 +196,76 @@ import Testing
         #expect(live.count == 3 && updates == 1)
         token.cancel()
     }
+    @Test("An observer that begins a batch while the outer batch reports nests in it: one undo step, undone once")
+    func batchBegunWhileEndingNests() throws {
+        let context = ModelContext()
+        let undo = ModelUndoManager()
+        context.undoManager = undo
+        let all = writers(4, in: context)
+        undo.removeAllActions()
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        var nested = 0
+        let token = context.observeChanges { _ in
+            nested += 1
+            context.batchChanges {}  // what a cascade, a merge or a load does
+        }
+        context.batchChanges {
+            all[0].age = 100
+            all[1].age = 5
+            all[2].age = 15
+        }
+        #expect(nested >= 3)
+        #expect(recorder.ages == [5, 15, 30, 100])
+        #expect(recorder.changes.count == 1)
+        undo.undo()
+        #expect(recorder.ages == [0, 10, 20, 30])
+        #expect(!undo.canUndo)
+        #expect(recorder.changes.count == 2)
+        token.cancel()
+    }
+
+    @Test("A live query made inside a batch after an edit shows the edited model once when the batch ends")
+    func liveQueryMadeInsideABatch() throws {
+        let context = ModelContext()
+        let all = writers(3, in: context)
+        var recorder: BatchRecorder?
+        context.batchChanges {
+            all[0].age = 99
+            recorder = try? BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        }
+        let live = try #require(recorder)
+        #expect(live.ids == ["b1", "b2", "b0"])
+        #expect(live.ages == [10, 20, 99])
+        // And one that the edit made match.
+        var filtered: BatchRecorder?
+        context.batchChanges {
+            all[0].age = 5
+            filtered = try? BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(15)).sorted(by: \.age))
+        }
+        #expect(try #require(filtered).ids == ["b0", "b1"])
+    }
+
+    @Test("Undoing a batch that merged into an edited model undoes the edit after the merge, not the merge")
+    func undoOfABatchKeepsWhatAMergeBrought() throws {
+        let context = ModelContext()
+        let undo = ModelUndoManager()
+        context.undoManager = undo
+        let all = writers(2, in: context)
+        context.resetChanges()
+        undo.removeAllActions()
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let other = ModelContext()
+        LiveWriter.instance(objectId: "b0", in: other).age = 70
+        let snapshot = try other.snapshotOfChanges()
+        context.batchChanges {
+            all[0].name = "before the merge"
+            try? context.merge(snapshot)
+            all[0].name = "after the merge"
+        }
+        #expect(all[0].age == 70 && all[0].name == "after the merge")
+        undo.undo()
+        #expect(all[0].age == 70, "the merged value stays")
+        #expect(all[0].name != "after the merge")
+        #expect(recorder.ages == [10, 70])
+    }
 }

@@ -76,6 +76,13 @@ import Synchronization
         set { listeningState.batchStart = newValue }
     }
 
+    /// The values a load gave the model inside the open batch, for its undo (see
+    /// ``ChangeListening/batchLoaded``).
+    var batchLoaded: Properties? {
+        get { listening?.batchLoaded }
+        set { listeningState.batchLoaded = newValue }
+    }
+
     /// Whether a property was read under observation and written inside the open batch: the
     /// Observation framework is told once, at the end.
     @usableFromInline var batchTouchedObservation: Bool {
@@ -124,6 +131,9 @@ import Synchronization
 @usableFromInline final class ChangeListening<Properties: Codable> {
     @usableFromInline var batchDepth = 0
     var batchStart: Properties?
+    /// The values a load or merge gave the model inside the open batch: what the batch's undo
+    /// restores instead of `batchStart` (a load is not an edit to undo; see `replaceLoadedValues`).
+    var batchLoaded: Properties?
     @usableFromInline var batchTouchedObservation = false
     var postsNotifications = false
     var observers: ObserverList?

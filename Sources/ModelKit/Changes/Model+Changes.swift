@@ -146,6 +146,10 @@ extension Model {
         guard tracker.batchDepth == 0 else { return }
         let start = tracker.batchStart
         tracker.batchStart = nil
+        // A load inside the batch reset the model: its undo goes back to what the load gave it,
+        // not past the load to the values before the batch.
+        let loaded = tracker.batchLoaded
+        tracker.batchLoaded = nil
         storage.quietEpoch = 0
         if tracker.batchTouchedObservation {
             tracker.batchTouchedObservation = false
@@ -160,7 +164,11 @@ extension Model {
         }
         let changes = ModelChanges.between(Self.encoded(start), Self.encoded(storage.values))
         guard !changes.isEmpty else { return }
-        registerUndo(restoring: start)
+        if let loaded {
+            if !ModelChanges.between(Self.encoded(loaded), Self.encoded(storage.values)).isEmpty { registerUndo(restoring: loaded) }
+        } else {
+            registerUndo(restoring: start)
+        }
         report(changes, batched: true, before: start)
     }
 
@@ -196,6 +204,7 @@ extension Model {
         // the batch, at its end: from the values at the batch's start, where live results hold it.
         let listening = (tracker?.batchDepth ?? 0) == 0 && ChangeTracker.hasListeners(tracker, context: storage.context)
         let before = listening ? storage.values : nil
+        if let tracker, tracker.batchDepth > 0 { tracker.batchLoaded = values }
         storage.values = values
         if toldRegistrar { ObservationSlots.didSet(storage.box) }
         storage.box.baseline = .saved

@@ -9,7 +9,7 @@ import Foundation
 
 /// The bookkeeping of one open context batch.
 @usableFromInline final class ContextBatch {
-    /// Nesting of `batchChanges`; only the outermost end reports.
+    /// Nesting of `batchChanges`; only the outermost end reports (the depth stays 1 while it does).
     var depth = 1
     /// Models that joined at their first write, to end at the batch's end.
     var models: [any Model] = []
@@ -38,8 +38,11 @@ extension ModelContext {
     /// outermost batch ends. Insertions and removals are reported as they happen, but live result
     /// sets, like everything they show, keep the results they had at the batch's start until its
     /// end: reading them inside the batch (from an observer, say) gives those results. Batches
-    /// nest; only the outermost one reports. With an undo manager, the batch is one undo step,
-    /// and its undo and redo are batches too.
+    /// nest; only the outermost one reports (one begun while it reports, by an observer that
+    /// merges, say, nests in it too). With an undo manager, the batch is one undo step, and its
+    /// undo and redo are batches too; a model loaded or merged into during the batch is undone
+    /// only back to what the load gave it, as a load is not an edit. A live result set made
+    /// inside the batch runs its query again at the batch's end.
     ///
     /// When `body` throws, what it changed before stays changed and is reported, as at a normal
     /// end; the error is rethrown.
@@ -71,15 +74,20 @@ extension ModelContext {
 
     func endBatch() {
         guard let batch = openBatch else { return }
-        batch.depth -= 1
-        guard batch.depth == 0 else { return }
-        // The models report while the batch is still open, so that live result sets collect
-        // their events; an observer that writes a model meanwhile makes it join, and report too.
+        guard batch.depth == 1 else {
+            batch.depth -= 1
+            return
+        }
+        // The models report while the batch is still open (its depth still 1), so that live
+        // result sets collect their events; an observer that writes a model meanwhile makes it
+        // join, and report too, and one that begins a batch (a cascade, a merge, a load) nests
+        // in this one instead of ending it early.
         while !batch.models.isEmpty {
             let models = batch.models
             batch.models = []
             for model in models { model.leaveContextBatch() }
         }
+        batch.depth = 0
         openBatch = nil
         registerUndo(of: batch.undoActions)
         for action in batch.afterEnd { action() }

@@ -23,20 +23,16 @@ final class LiveBatch<M: Model> {
     /// The first event, while it is the only one: placed as outside a batch.
     var only: (event: ModelChangeEvent, model: AnyObject?, before: Any?)?
     var events = 0
+    /// Whether the results were made inside the batch: placed by values the events don't know,
+    /// they run the query again at its end.
+    var rerun = false
 }
 
 extension LiveResults {
     /// Notes the model an event of the open batch is about; the first note of a batch asks the
     /// context to call back at its end.
     func collect(_ event: ModelChangeEvent, model: AnyObject?, before: Any?) {
-        let batch: LiveBatch<M>
-        if let pending {
-            batch = pending
-        } else {
-            batch = LiveBatch()
-            pending = batch
-            context.afterBatch { [weak self] in self?.placeCollected() }
-        }
+        let batch = openPending()
         batch.events += 1
         if batch.events == 1 {
             batch.only = (event, model, before)
@@ -46,11 +42,28 @@ extension LiveResults {
         if let model = model as? M { batch.models[ObjectIdentifier(model)] = model }
     }
 
+    /// What the open batch collected so far; made, and the context asked to call back at the
+    /// batch's end, at the first call of a batch.
+    private func openPending() -> LiveBatch<M> {
+        if let pending { return pending }
+        let batch = LiveBatch<M>()
+        pending = batch
+        context.afterBatch { [weak self] in self?.placeCollected() }
+        return batch
+    }
+
+    /// For results made inside the context's open batch: run the query again at its end.
+    func rerunAtBatchEnd() {
+        openPending().rerun = true
+    }
+
     /// Places what the ended batch collected, and tells observers once.
     func placeCollected() {
         guard let batch = pending else { return }
         pending = nil
-        if let only = batch.only {
+        if batch.rerun {
+            rerun(modified: Set(batch.models.keys))
+        } else if let only = batch.only {
             place(only.event, model: only.model, before: only.before)
         } else if readsOtherModels {
             rerun(modified: Set(batch.models.keys))

@@ -62,6 +62,10 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
                 { [weak self] event, model, before in self?.handle(event, model: model, before: before) },
                 // It re-reads the models: their encoded changes would only cost.
                 readsChanges: false))
+        // Made inside the context's open batch, its results read the models' values now, while
+        // the batch's events place models by their values at the batch's start: it runs the
+        // query again at the batch's end instead.
+        if context.isBatchingChanges { rerunAtBatchEnd() }
     }
 
     /// The results of a query that can't run: empty, following nothing, with `error` as
