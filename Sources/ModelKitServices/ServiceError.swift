@@ -3,8 +3,10 @@ import Foundation
 /// An error of a backend operation: what was expected and what was found, and the record it is
 /// about when there is one.
 ///
-/// After a failed fetch or delete the context and its models are exactly as before; after a failed
-/// save, so are the models whose records it did not write (``writtenRecords`` names the others).
+/// After a failed fetch or delete the context and its models are exactly as before. After a failed
+/// save, the models whose records it did not write keep their values and changes, and keep the
+/// object ids the save gave them when it wrote some records (those may point to them);
+/// ``writtenRecords`` names the records it wrote, whose models are saved.
 public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// The kinds of failure, for `switch`ing on.
     public enum Code: String, Sendable, Hashable {
