@@ -111,22 +111,20 @@ public final class KintoService: ModelService {
         }
     }
 
+    /// Sends the writes in order, one `/batch` request at a time: the save pipeline's engine,
+    /// with each write following the one before it. A request that
+    /// fails fails its writes, with the reason, and the writes after it come back
+    /// ``ServiceError/Code/notAttempted``; it does not throw.
+    ///
+    /// ```swift
+    /// let results = try await service.perform([.create(RecordID(collection: "Post", id: "p1"), fields: ["title": "Hi"])])
+    /// ```
+    ///
+    /// - Throws: ``ServiceError`` only when the server's batch limit cannot be read (the first
+    ///   call asks the server for it), before any write is sent.
+    /// - Complexity: O(*n*) for *n* writes, plus the requests.
     public func perform(_ writes: [RecordWrite]) async throws(ServiceError) -> [RecordWriteResult] {
-        let limit = try await maximumBatchSize()
-        var results: [RecordWriteResult] = []
-        results.reserveCapacity(writes.count)
-        var start = 0
-        while start < writes.count {
-            let chunk = writes[start..<Self.chunkEnd(writes, from: start, limit: limit, bytes: Self.preferredBatchBytes)]
-            let chunkResults = try await send(chunk)
-            results += chunkResults
-            start += chunk.count
-            if chunkResults.contains(where: { if case .failed = $0 { true } else { false } }) { break }
-        }
-        for write in writes[results.count...] {
-            results.append(.failed(ServiceError(.notAttempted, record: write.record)))
-        }
-        return results
+        try await perform(writes, dependencies: writes.indices.map { $0 == 0 ? [] : [$0 - 1] })
     }
 
     /// The size a `/batch` body is kept under where possible (a write larger than it goes alone).

@@ -188,6 +188,48 @@ struct SavePipelineTests {
         #expect(context.models(of: PipeNode.self).allSatisfy { $0.modelState == .loaded && !$0.hasChanges })
     }
 
+    @Test("perform writes in order, a request at a time; a failed request fails its writes and the later ones are not attempted, without a throw")
+    func performContract() async throws {
+        let rig = try await Self.rig()
+        defer { rig.proxy.stop() }
+        let writes: [RecordWrite] = (0..<60).map { index in
+            .create(RecordID(collection: "PipeNode", id: "w\(index)"), fields: ["name": .string("w\(index)")])
+        }
+        // 25 writes per request: the first request goes through, the second is refused, the third
+        // is never sent.
+        try await rig.proxy.inject([
+            ["match": "POST /v1/batch", "action": "delay", "seconds": 0],
+            ["match": "POST /v1/batch", "action": "status", "status": 400, "body": #"{"message": "injected"}"#],
+        ])
+        let results = try await rig.service.perform(writes)
+        #expect(results.count == 60)
+        #expect(try await rig.proxy.count("POST /v1/batch") == 2)
+        var versions: [Int] = []
+        for (index, result) in results.enumerated() {
+            switch (index, result) {
+            case (..<25, .written(let version)): versions.append(Int(version.rawValue) ?? -1)
+            case (25..<50, .failed(let error)):
+                #expect(error.code == .httpStatus && error.statusCode == 400 && error.record == writes[index].record)
+            case (50..., .failed(let error)):
+                #expect(error.code == .notAttempted && error.record == writes[index].record)
+            default: Issue.record("write \(index): \(result)")
+            }
+        }
+        // In order: the server gave the records increasing versions in the order of the writes.
+        #expect(versions == versions.sorted() && Set(versions).count == 25)
+        let stored = try await Self.stored(rig.direct)
+        #expect(Set(stored.keys) == Set((0..<25).map { "w\($0)" }))
+
+        // Again: the first request's writes are conflicts now (those records exist), so the
+        // writes after it are not attempted, as after any failed request.
+        let again = try await rig.service.perform(writes)
+        #expect(again.prefix(25).allSatisfy { if case .failed(let error) = $0 { error.code == .conflict } else { false } })
+        #expect(again.dropFirst(25).allSatisfy { if case .failed(let error) = $0 { error.code == .notAttempted } else { false } })
+        let rest = try await rig.service.perform(Array(writes[25...]))
+        #expect(rest.allSatisfy { if case .written = $0 { true } else { false } })
+        #expect(try await Self.stored(rig.direct).count == 60)
+    }
+
     @Test("A save cancelled with a batch in flight sends no further batch and reports only what the server answered as written")
     @MainActor
     func cancellationMidPipeline() async throws {
