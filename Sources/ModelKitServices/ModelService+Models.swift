@@ -20,8 +20,8 @@ extension ModelService {
     ///
     /// The writes go in dependency order (see ``KintoService/batchesInFlight`` for how Kinto's
     /// adapter pipelines them): a record is never written before a record it references, except
-    /// within a cycle of references, whose records go in the same request when they fit. After a
-    /// failed request no further one is sent.
+    /// within a cycle of references, whose records are written next to each other (in one request,
+    /// unless a request ends among them). After a failed request no further one is sent.
     ///
     /// - Throws: ``ServiceError``: ``ServiceError/Code/conflict`` when a record changed on the
     ///   server since this context saw it, and the network and server errors. When nothing was

@@ -6,7 +6,7 @@ import ModelKit
 /// The root and every model it reaches are written once as records (JSON text straight from the
 /// models, see ``ModelKit/RecordTexts``), which also lists the references between them. Writes are
 /// ordered so that a referenced model comes before the models that reference it, the members of a
-/// cycle next to each other (the backend sends them in the same request when they fit in one);
+/// cycle next to each other (so they share a request, unless one ends among them);
 /// see ``WriteOrder``. ``dependencies`` says which earlier writes each one must follow, so that a
 /// backend can have writes that depend on none of each other in flight at once.
 struct SavePlan {

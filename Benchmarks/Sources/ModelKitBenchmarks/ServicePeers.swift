@@ -227,7 +227,13 @@ final class PeerClient: Sendable {
         for post in blog.posts { writes.append((recordPath("Post", post.id), try encoder.encode(Envelope(data: post)))) }
         for author in blog.authors { writes.append((recordPath("Author", author.id), try encoder.encode(Envelope(data: author)))) }
         writes.append((recordPath("Blog", blog.blog.id), try encoder.encode(Envelope(data: blog.blog))))
-        return stride(from: 0, to: writes.count, by: limit).map { start in
+        return batchBodies(writes, limit: limit)
+    }
+
+    /// `/batch` bodies creating `writes` (each a record path and its `{"data": …}` body), `limit`
+    /// writes to a request, as a save's creates are sent (`PUT` with `If-None-Match: *`).
+    func batchBodies(_ writes: [(path: String, body: Data)], limit: Int) -> [Data] {
+        stride(from: 0, to: writes.count, by: limit).map { start in
             // Paths are ASCII letters, digits, dashes and slashes: nothing to escape.
             var body = Data(#"{"defaults":{"method":"PUT","headers":{"If-None-Match":"*"}},"requests":["#.utf8)
             for (offset, write) in writes[start..<min(start + limit, writes.count)].enumerated() {
@@ -239,6 +245,33 @@ final class PeerClient: Sendable {
             body.append(contentsOf: Array("]}".utf8))
             return body
         }
+    }
+
+    /// The records of `collections` in `bucket` as the server holds them, as creates for this
+    /// client's bucket, in the order the server wrote them (by `last_modified`): the writes of the
+    /// floor row that sends ModelKit's own records.
+    static func storedWrites(of bucket: String, _ collections: [String], on server: ServiceServer, into client: PeerClient)
+        async throws -> [(path: String, body: Data)]
+    {
+        let limit = 10_000
+        var records: [(modified: Int64, path: String, body: Data)] = []
+        for collection in collections {
+            let (status, data) = try await server.request(
+                "GET", "/buckets/\(bucket)/collections/\(collection)/records?_sort=last_modified&_limit=\(limit)")
+            guard status == 200, case .array(let list)? = try ModelValue(json: data)["data"], list.count < limit else {
+                throw ServiceBenchmarkError(description: "listing \(collection) answered \(status) (or \(limit) records or more)")
+            }
+            for record in list {
+                guard case .object(var fields) = record, case .string(let id)? = fields["id"],
+                    case .int(let modified)? = fields["last_modified"]
+                else { throw ServiceBenchmarkError(description: "a \(collection) record without id or last_modified") }
+                fields["id"] = nil
+                fields["last_modified"] = nil
+                let body = ModelValue.object(ModelValue.Object([("data", .object(fields))])).jsonData()
+                records.append((modified, client.recordPath(collection, id), body))
+            }
+        }
+        return records.sorted { $0.modified < $1.modified }.map { ($0.path, $0.body) }
     }
 
     /// Sends `/batch` bodies, `inFlight` at once (two by default, so that the server always has
@@ -300,7 +333,7 @@ final class PeerClient: Sendable {
         }
     }
 
-    private func recordPath(_ collection: String, _ id: String) -> String {
+    func recordPath(_ collection: String, _ id: String) -> String {
         "/buckets/\(bucket)/collections/\(collection)/records/\(id)"
     }
 
