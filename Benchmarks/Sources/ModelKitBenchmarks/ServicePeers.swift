@@ -1,3 +1,4 @@
+import BlogFixture
 import Foundation
 import ModelKit
 import ModelKitServices
@@ -16,9 +17,9 @@ import Synchronization
 
 // MARK: - ModelKit's side: the bench blog as remote models
 
-extension BenchBlog: RemoteModel {}
-extension BenchAuthor: RemoteModel {}
-extension BenchPost: RemoteModel {}
+extension BenchBlog: @retroactive RemoteModel {}
+extension BenchAuthor: @retroactive RemoteModel {}
+extension BenchPost: @retroactive RemoteModel {}
 
 /// The queried records of `service-query`: 1% of them are in each group.
 final class ServiceItem: ModelObject<ServiceItem.Properties>, RemoteModel {
