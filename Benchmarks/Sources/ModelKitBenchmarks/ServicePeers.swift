@@ -17,9 +17,9 @@ import Synchronization
 
 // MARK: - ModelKit's side: the bench blog as remote models
 
-extension BenchBlog: @retroactive RemoteModel {}
-extension BenchAuthor: @retroactive RemoteModel {}
-extension BenchPost: @retroactive RemoteModel {}
+extension BenchBlog: RemoteModel {}
+extension BenchAuthor: RemoteModel {}
+extension BenchPost: RemoteModel {}
 
 /// The queried records of `service-query`: 1% of them are in each group.
 final class ServiceItem: ModelObject<ServiceItem.Properties>, RemoteModel {
