@@ -21,6 +21,7 @@ let package = Package(
             name: "ModelKitBenchmarks",
             dependencies: [
                 .product(name: "ModelKit", package: "ModelKit"), .product(name: "ModelKitServices", package: "ModelKit"), "MallocStats",
+                "BlogFixture",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/ModelKitBenchmarks"
@@ -28,8 +29,14 @@ let package = Package(
         // One operation on the blog, for a profiler (see its main.swift).
         .executableTarget(
             name: "ModelKitProfile",
-            dependencies: [.product(name: "ModelKit", package: "ModelKit")],
+            dependencies: [.product(name: "ModelKit", package: "ModelKit"), "BlogFixture"],
             path: "Sources/ModelKitProfile"
+        ),
+        // The blog both executables build (its models, content and builder).
+        .target(
+            name: "BlogFixture",
+            dependencies: [.product(name: "ModelKit", package: "ModelKit")],
+            path: "Sources/BlogFixture"
         ),
         .target(name: "MallocStats", path: "Sources/MallocStats"),
     ],

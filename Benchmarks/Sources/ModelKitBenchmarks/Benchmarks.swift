@@ -1,3 +1,5 @@
+import BlogFixture
+
 /// One named benchmark: given the blog's data at one size, times ModelKit and its peers.
 struct Benchmark: Sendable {
     /// The name used in tables, reports and `--filter`.

@@ -1,90 +1,12 @@
+import BlogFixture
 import Foundation
 import ModelKit
 
-/// The deterministic content of a blog of `n` posts and `n / 10` authors, built once per size
-/// and shared by every subject, so that the timed regions don't format strings.
-///
-/// Post `i` belongs to author `i % authorCount`, so every author has about ten posts.
-struct BlogData {
-    let n: Int
-    let authorCount: Int
-    let authorNames: [String]
-    let authorEmails: [String]
-    let authorAges: [Int]
-    let titles: [String]
-    let bodies: [String]
-    let dates: [Date]
-    let tags: [[String]]
-
-    init(posts n: Int) {
-        precondition(n >= 10, "a blog needs at least 10 posts")
-        self.n = n
-        authorCount = n / 10
-        authorNames = (0..<authorCount).map { "Author \($0)" }
-        authorEmails = (0..<authorCount).map { "author\($0)@example.com" }
-        authorAges = (0..<authorCount).map { 20 + $0 % 50 }
-        titles = (0..<n).map { "Post \($0)" }
-        bodies = (0..<n).map { "This is the body of post \($0). It is about object graphs, Swift and persistence." }
-        dates = (0..<n).map { Date(timeIntervalSinceReferenceDate: Double($0) * 60.5) }
-        tags = (0..<n).map { ["swift", "tag\($0 % 50)", "t\($0 % 7)"] }
-    }
-
-    /// The author of post `i`.
-    func author(ofPost i: Int) -> Int { i % authorCount }
-
-    /// The posts of author `a`, in order.
-    func posts(ofAuthor a: Int) -> StrideTo<Int> { stride(from: a, to: n, by: authorCount) }
-
-    /// The object id given to post `i` by the object-id lookups.
-    static func objectId(ofPost i: Int) -> String { "p\(i)" }
-}
+// The blog's content (`BlogData`) and its ModelKit graph (`buildModelKitGraph`,
+// `buildModelKitBlog`) are in the BlogFixture module, which ModelKitProfile shares; here are the
+// peers' builders.
 
 // MARK: - Building the graphs
-
-/// The models of a blog built in a ModelKit context.
-struct ModelKitGraph {
-    var authors: [BenchAuthor]
-    var posts: [BenchPost]
-}
-
-/// Creates the whole blog in `context`: authors, posts, each post's author and each author's posts.
-/// This is the timed body of the "create" benchmark.
-///
-/// - Parameter objectIds: Also gives post `i` the object id `p<i>` (for the object-id lookups).
-func buildModelKitGraph(_ data: BlogData, in context: ModelContext, objectIds: Bool = false) -> ModelKitGraph {
-    var authors: [BenchAuthor] = []
-    authors.reserveCapacity(data.authorCount)
-    for a in 0..<data.authorCount {
-        let author = BenchAuthor.instance(in: context)
-        author.name = data.authorNames[a]
-        author.email = data.authorEmails[a]
-        author.age = data.authorAges[a]
-        authors.append(author)
-    }
-    var posts: [BenchPost] = []
-    posts.reserveCapacity(data.n)
-    for i in 0..<data.n {
-        let post = BenchPost.instance(in: context)
-        if objectIds { post.objectId = BlogData.objectId(ofPost: i) }
-        post.title = data.titles[i]
-        post.body = data.bodies[i]
-        post.publishedAt = data.dates[i]
-        post.tags = data.tags[i]
-        let author = authors[data.author(ofPost: i)]
-        post.author = author
-        author.posts.append(post)
-        posts.append(post)
-    }
-    return ModelKitGraph(authors: authors, posts: posts)
-}
-
-/// The blog in `context` under a ``BenchBlog`` root holding every author, for serialization.
-func buildModelKitBlog(_ data: BlogData, in context: ModelContext) -> BenchBlog {
-    let graph = buildModelKitGraph(data, in: context)
-    let blog = BenchBlog.instance(in: context)
-    blog.authors = ModelArray(graph.authors)
-    return blog
-}
 
 /// Creates the blog as plain objects with ids of type `ID`, one new id per object: the timed body
 /// of the peers of "create", and the peer of "graph-memory".

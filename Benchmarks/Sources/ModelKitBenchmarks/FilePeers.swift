@@ -1,3 +1,4 @@
+import BlogFixture
 import Foundation
 
 // The Codable peers of the whole-graph files (issue #13), as a user would write them: acyclic

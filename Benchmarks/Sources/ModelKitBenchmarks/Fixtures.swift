@@ -1,39 +1,7 @@
 import Foundation
 import ModelKit
 
-// The types of the blog graph: ModelKit models, and the peers' plain Swift equivalents.
-
-// MARK: - ModelKit models
-
-final class BenchAuthor: ModelObject<BenchAuthor.Properties> {
-    struct Properties: ModelProperties {
-        var name = ""
-        var email = ""
-        var age = 0
-        var posts = ModelArray<BenchPost>()
-    }
-    override class var modelName: String { "Author" }
-}
-
-final class BenchPost: ModelObject<BenchPost.Properties> {
-    struct Properties: ModelProperties {
-        var title = ""
-        var body = ""
-        var publishedAt = Date()
-        var author = ModelRef<BenchAuthor>()
-        var tags: [String] = []
-    }
-    override class var modelName: String { "Post" }
-}
-
-/// The root that makes the whole graph reachable for serialization: it holds every author, and
-/// the authors hold every post.
-final class BenchBlog: ModelObject<BenchBlog.Properties> {
-    struct Properties: ModelProperties {
-        var authors = ModelArray<BenchAuthor>()
-    }
-    override class var modelName: String { "Blog" }
-}
+// The peers' plain Swift equivalents of the blog graph (its ModelKit models are in BlogFixture).
 
 // MARK: - Plain Codable structs (acyclic: references are ids)
 

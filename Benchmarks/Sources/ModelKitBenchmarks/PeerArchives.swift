@@ -1,3 +1,4 @@
+import BlogFixture
 import Foundation
 
 // The blog as NSObject subclasses adopting NSSecureCoding, for NSKeyedArchiver and

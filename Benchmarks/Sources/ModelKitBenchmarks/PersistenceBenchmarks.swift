@@ -1,3 +1,4 @@
+import BlogFixture
 import Foundation
 import ModelKit
 

@@ -337,6 +337,16 @@ public final class ModelContext {
         withRegistry { $0.models[modelId] }
     }
 
+    /// ``count``, without telling the Observation framework that it was read: for the library's
+    /// own use (a view that writes a model's graph does not depend on the context's size).
+    var unobservedCount: Int { registry.models.count }
+
+    /// ``model(_:modelId:)`` for the graph writer's loops: inlined there, and without
+    /// `withRegistry`, which only matters to calls that change the tables.
+    @inline(__always) func registeredModel<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
+        registry.models.model(M.self, id: modelId)
+    }
+
     /// The model of type `type` with `modelId`, or `nil` when the context has none. Unlike
     /// ``Model/instance(modelId:in:isolation:)``, it never creates a placeholder.
     ///

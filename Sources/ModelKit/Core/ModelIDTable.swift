@@ -40,6 +40,8 @@ struct ModelIDTable {
     private(set) var count = 0
     /// The number of slots.
     var capacity: Int { slots.count }
+    /// Whether one more id would make the table grow.
+    var isFull: Bool { ModelIDHashing.isOverloaded(count: count + 1, size: slots.count) }
 
     /// Creates an empty table that holds `minimumCapacity` ids without growing.
     init(minimumCapacity: Int = 0) {

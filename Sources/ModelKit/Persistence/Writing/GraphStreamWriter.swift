@@ -30,6 +30,9 @@ final class GraphStreamWriter {
     /// The position of the first model in `queue`: 0 when writing a subgraph; the number of
     /// models in the context when writing a context.
     @exclusivity(unchecked) var queueBase = 0
+    /// When walking from a root: the number of models in the root's context, the most the walk
+    /// can reach there. The tables grow towards it in larger steps (see ``makeRoom()``).
+    @exclusivity(unchecked) var expectedModels = 0
     /// The object ids of the models that have one, by position, so that pointers to a model need
     /// not read its storage. Most models have none.
     @exclusivity(unchecked) var objectIds: [Int: String] = [:]
@@ -38,8 +41,14 @@ final class GraphStreamWriter {
     @exclusivity(unchecked) var writtenContext: ModelContext?
     /// The context of the model being written: its references resolve there.
     @exclusivity(unchecked) var ownerContext: ModelContext? {
-        didSet { ownerContextIdentity = ownerContext.map(ObjectIdentifier.init) }
+        didSet {
+            ownerContextIdentity = ownerContext.map(ObjectIdentifier.init)
+            unretainedOwnerContext = ownerContext.map(Unmanaged.passUnretained)
+        }
     }
+    /// `ownerContext`, for looking models up in it without retaining it (`ownerContext` keeps
+    /// it alive): see ``ownerContextIdentity``.
+    @exclusivity(unchecked) private var unretainedOwnerContext: Unmanaged<ModelContext>?
     /// `ownerContext`'s identity, compared for every reference: reading the context itself
     /// would retain it, and a context has a side table (it is weakly referenced), which makes
     /// each retain and release slow.
@@ -116,6 +125,7 @@ final class GraphStreamWriter {
     /// root has reference properties, which decides whether that layout is the array or the
     /// root's dictionary alone.
     func writeModels(root: any Model) throws {
+        expectedModels = root.modelContext?.unobservedCount ?? 0
         sink.beginArray()
         try enqueue(root)
         try writeQueue()
@@ -126,12 +136,35 @@ final class GraphStreamWriter {
     /// Writes the queued models, and those they reach, until the queue is done.
     private func writeQueue() throws {
         var next = 0
-        while next < queue.count {
-            let model = queue[next]
-            try writeModel(model, index: queueBase + next)
+        while next < queued.count {
+            let entry = queued[next]
+            try writeQueued(entry.modelType, identity: entry.identity, index: queueBase + next)
             next += 1
             try sink.buffer.flushIfNeeded()
         }
+    }
+
+    /// Writes the queued model whose identity is `identity` and whose class is `type`, without
+    /// retaining it: `queue` holds it until the write ends. (Copying it out of `queue` retains
+    /// and releases it, and a model that is weakly referenced has a side table, which makes each
+    /// of those slow.)
+    private func writeQueued<M: Model>(_ type: M.Type, identity: ObjectIdentifier, index: Int) throws {
+        let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: identity)).unsafelyUnwrapped
+        try Unmanaged<M>.fromOpaque(address)._withUnsafeGuaranteedRef { try writeModel($0, index: index) }
+    }
+
+    /// Makes room in the walk's tables for more models than they hold, before one more is added
+    /// to full ones. Walking from a root, they grow eightfold (up to the root context's size,
+    /// when that is more than twice what they hold): a walk that goes on is likely to reach
+    /// much of its context, and each doubling moves every entry again. Eightfold costs at most
+    /// eight times the memory the walk needs, and never more than the whole context would.
+    private func makeRoom() {
+        let count = positions.count
+        var target = 2 * count
+        if queueBase == 0 { target = Swift.max(target, Swift.min(8 * count, expectedModels)) }
+        positions.reserveCapacity(target)
+        queue.reserveCapacity(target - queueBase)
+        queued.reserveCapacity(target - queueBase)
     }
 
     /// Writes the envelope and every model reachable from `roots`, the roots first.
@@ -167,11 +200,14 @@ final class GraphStreamWriter {
     @discardableResult
     private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?, context: ObjectIdentifier?) throws -> Int {
         let next = queueBase + queue.count
+        if positions.isFull { makeRoom() }
         let known = positions.insert(id, index: next) ?? next
         if known == next {
+            let modelType = Swift.type(of: model)
+            queued.append(
+                QueuedModel(
+                    identity: ObjectIdentifier(model), type: ObjectIdentifier(modelType), context: context, modelType: modelType))
             queue.append(model)
-            let type = ObjectIdentifier(Swift.type(of: model))
-            queued.append(QueuedModel(identity: ObjectIdentifier(model), type: type, context: context))
             if let objectId { objectIds[next] = objectId }
             return next
         }
@@ -276,6 +312,7 @@ final class GraphStreamWriter {
         swap(&source.queued, &target.queued)
         swap(&source.objectIds, &target.objectIds)
         target.queueBase = source.queueBase
+        target.expectedModels = source.expectedModels
         target.writtenContext = source.writtenContext
         target.ownerContext = source.ownerContext
         target.ownerHeld = source.ownerHeld
@@ -332,7 +369,11 @@ final class GraphStreamWriter {
     @inline(__always)
     func target<M: Model>(of reference: UnsafePointer<ModelRef<M>>) -> (model: M, inOwnersContext: Bool)? {
         guard let id = reference.pointee.id else { return nil }
-        if let ownerContext, let found = ownerContext.model(M.self, modelId: id) { return (found, true) }
+        if let owner = unretainedOwnerContext,
+            let found = owner._withUnsafeGuaranteedRef({ $0.registeredModel(M.self, modelId: id) })
+        {
+            return (found, true)
+        }
         guard !ownerHeld.isEmpty, let held = ModelRef<M>.live(id, among: ownerHeld) else { return nil }
         return (held, false)
     }
@@ -512,6 +553,8 @@ struct QueuedModel {
     let type: ObjectIdentifier
     /// The context it is in, if any: the context's own instance for its id.
     let context: ObjectIdentifier?
+    /// Its class, to write it as one (`type` is this class's identity).
+    let modelType: any Model.Type
 }
 
 extension Encodable {
