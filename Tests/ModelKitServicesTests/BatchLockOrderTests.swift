@@ -70,7 +70,8 @@ struct BatchLockOrderTests {
         var mixed = 0
         for (chunk, order) in zip(chunks, orders) {
             #expect(order.sorted() == Array(chunk), "a batch sends exactly its own writes")
-            let body = BatchBody(order.map { plan.writes[$0] }, path: { "/buckets/b/collections/\($0.collection)/records/\($0.id)" })
+            let body = BatchBody(
+                order.map { plan.writes[$0] }, path: { "/buckets/b/collections/\($0.collection)/records/\($0.id)" })
             let collections = try Self.collections(in: body)
             let touched = Self.firstTouches(collections)
             if touched.count > 1 { mixed += 1 }
@@ -100,7 +101,8 @@ struct BatchLockOrderTests {
     func trivialBatches() {
         #expect(WriteOrder.lockOrder([], collection: { _ in "a" }, dependencies: []) == [])
         #expect(WriteOrder.lockOrder([7], collection: { _ in "a" }, dependencies: []) == [7])
-        #expect(WriteOrder.lockOrder([3, 4, 5], collection: { _ in "z" }, dependencies: [[], [], [], [], [3], [4]]) == [3, 4, 5])
+        #expect(
+            WriteOrder.lockOrder([3, 4, 5], collection: { _ in "z" }, dependencies: [[], [], [], [], [3], [4]]) == [3, 4, 5])
     }
 
     @Test("Random batches: a permutation that keeps every dependency and, without dependencies inside, sorts by collection")
@@ -109,7 +111,9 @@ struct BatchLockOrderTests {
         for round in 0..<500 {
             let count = Int.random(in: 0...30, using: &random)
             let start = Int.random(in: 0...5, using: &random)
-            let names = (0..<(start + count)).map { _ in ["a", "b", "c", "B", "a-b", "a_b"][Int.random(in: 0..<6, using: &random)] }
+            let names = (0..<(start + count)).map { _ in
+                ["a", "b", "c", "B", "a-b", "a_b"][Int.random(in: 0..<6, using: &random)]
+            }
             let free = random.chance(0.3)
             // Dependencies only on earlier writes (as SavePlan makes them), some before the batch.
             let dependencies: [[Int]] = (0..<(start + count)).map { write in
@@ -191,7 +195,8 @@ struct OppositeOrderSavesTests {
                     let service = ConcurrentClientsTests.client(server, bucket: bucket)
                     let context = ModelContext()
                     for round in 0..<rounds {
-                        let root = OppositeOrderSavesTests.graph(zebraFirst: client % 2 == 0, pairs: pairs, name: "c\(client) r\(round)", in: context)
+                        let root = OppositeOrderSavesTests.graph(
+                            zebraFirst: client % 2 == 0, pairs: pairs, name: "c\(client) r\(round)", in: context)
                         if let zebra = root as? LockZebra { try await service.save(zebra) }
                         if let ant = root as? LockAnt { try await service.save(ant) }
                     }

@@ -43,7 +43,8 @@ func randomDate(_ random: inout SplitMix64, near others: [Date] = []) -> Date {
         let digits = Int.random(in: 0...7, using: &random)
         let scale = pow(10, Double(digits))
         let fraction = digits == 0 ? 0 : Double(Int.random(in: 0..<Int(scale), using: &random)) / scale
-        return Date(timeIntervalSinceReferenceDate: random.chance(0.1) ? whole + .random(in: 0..<1, using: &random) : whole + fraction)
+        return Date(
+            timeIntervalSinceReferenceDate: random.chance(0.1) ? whole + .random(in: 0..<1, using: &random) : whole + fraction)
     }
 }
 
@@ -117,12 +118,20 @@ struct DateRangePlanTests {
         let range = [#"at.iso greaterThanOrEqual "2026-10-29T20:53:20""#, #"at.iso lessThan "2026-10-30T20:53:20""#]
         #expect(sent(at(.between(a, b))) == range)
         #expect(sent(at(.greaterThan(a)) && at(.lessThanOrEqual(b))) == range)
-        #expect(sent(at(.lessThan(b)) && ModelPredicate<Moment>.where("name", .equals("x")) && at(.greaterThanOrEqual(a))) == [#"name equal "x""#] + range)
+        #expect(
+            sent(at(.lessThan(b)) && ModelPredicate<Moment>.where("name", .equals("x")) && at(.greaterThanOrEqual(a))) == [
+                #"name equal "x""#
+            ] + range)
         // The tightest of several bounds.
         #expect(sent(at(.greaterThan(a.addingTimeInterval(-99))) && at(.greaterThan(a)) && at(.lessThan(b))) == range)
         // Equality: the second it is in.
-        #expect(sent(at(.equals(a))) == [#"at.iso greaterThanOrEqual "2026-10-29T20:53:20""#, #"at.iso lessThan "2026-10-29T20:53:21""#])
-        #expect(sent(ModelPredicate<Moment>.where("maybe", .between(a, b))).first == #"maybe.iso greaterThanOrEqual "2026-10-29T20:53:20""#)
+        #expect(
+            sent(at(.equals(a))) == [
+                #"at.iso greaterThanOrEqual "2026-10-29T20:53:20""#, #"at.iso lessThan "2026-10-29T20:53:21""#,
+            ])
+        #expect(
+            sent(ModelPredicate<Moment>.where("maybe", .between(a, b))).first
+                == #"maybe.iso greaterThanOrEqual "2026-10-29T20:53:20""#)
         // One end alone: `+10000-…` sorts below every 4-digit year, far dates have no text.
         #expect(sent(at(.greaterThan(a))).isEmpty)
         #expect(sent(at(.lessThanOrEqual(b))).isEmpty)
@@ -171,7 +180,9 @@ func momentService(pageSize: Int = 1_000) async throws -> KintoService {
 }
 
 /// Saves `moments`, 50 to a list.
-func saveMoments(_ moments: [Moment], _ service: KintoService, in context: ModelContext, isolation: isolated (any Actor)? = #isolation)
+func saveMoments(
+    _ moments: [Moment], _ service: KintoService, in context: ModelContext, isolation: isolated (any Actor)? = #isolation
+)
     async throws
 {
     for start in stride(from: 0, to: moments.count, by: 50) {
@@ -236,8 +247,10 @@ struct DatePushdownTests {
                 // A lower and an upper bound together.
                 let a = bound()
                 let b = random.chance(0.8) ? a.addingTimeInterval(.random(in: 0...1e9, using: &random)) : bound()
-                let lower: ModelPredicate<Moment> = random.chance(0.5) ? .where(key, .greaterThan(a)) : .where(key, .greaterThanOrEqual(a))
-                let upper: ModelPredicate<Moment> = random.chance(0.5) ? .where(key, .lessThan(b)) : .where(key, .lessThanOrEqual(b))
+                let lower: ModelPredicate<Moment> =
+                    random.chance(0.5) ? .where(key, .greaterThan(a)) : .where(key, .greaterThanOrEqual(a))
+                let upper: ModelPredicate<Moment> =
+                    random.chance(0.5) ? .where(key, .lessThan(b)) : .where(key, .lessThanOrEqual(b))
                 predicate = lower && upper
                 text = "\(key) from \(a) to \(b)"
             case 2:
@@ -282,7 +295,8 @@ struct DatePushdownTests {
         for index in 0..<count {
             let moment = Moment.instance(in: context)
             moment.name = "moment \(index)"
-            moment.at = Date(timeIntervalSinceReferenceDate: start + (.random(in: 0..<span, using: &random) * 1e7).rounded() / 1e7)
+            moment.at = Date(
+                timeIntervalSinceReferenceDate: start + (.random(in: 0..<span, using: &random) * 1e7).rounded() / 1e7)
             moments.append(moment)
         }
         try await saveMoments(moments, service, in: context)
