@@ -33,17 +33,12 @@ extension KintoService: PipelinedWrites {
     /// - Complexity: O(*n*) for *n* writes and their dependencies, plus the requests.
     func perform(_ writes: [RecordWrite], dependencies: [[Int]]) async throws(ServiceError) -> [RecordWriteResult] {
         let limit = try await maximumBatchSize()
-        var chunks: [Range<Int>] = []
-        var start = 0
-        while start < writes.count {
-            let end = Self.chunkEnd(writes, from: start, limit: limit, bytes: Self.preferredBatchBytes)
-            chunks.append(start..<end)
-            start = end
-        }
+        let chunks = Self.chunks(writes, limit: limit, bytes: Self.preferredBatchBytes)
         let waits = Self.chunkWaits(chunks, writeCount: writes.count, dependencies: dependencies)
+        let orders = Self.sendingOrders(chunks, writes, dependencies: dependencies)
         let progress = await withTaskGroup(of: (Int, [RecordWriteResult]).self) { group in
-            var progress = Progress(chunks: chunks, writeCount: writes.count)
-            for (index, range) in chunks.enumerated() {
+            var progress = Progress(orders: orders, writeCount: writes.count)
+            for index in chunks.indices {
                 while !progress.stopped,
                     progress.inFlight >= Self.batchesInFlight || waits[index].contains(where: { !progress.answered[$0] })
                 {
@@ -51,7 +46,7 @@ extension KintoService: PipelinedWrites {
                     progress.take(answer)
                 }
                 if progress.stopped || Task.isCancelled { break }
-                let chunk = writes[range]
+                let chunk = ArraySlice(orders[index].map { writes[$0] })
                 group.addTask { (index, await self.results(sending: chunk)) }
                 progress.inFlight += 1
             }
@@ -98,16 +93,17 @@ extension KintoService: PipelinedWrites {
     /// What the pipeline knows so far: the results that came back, the requests answered and in
     /// flight, and whether a failure stopped it.
     private struct Progress {
-        let chunks: [Range<Int>]
+        /// The writes of each request, in the order sent.
+        let orders: [[Int]]
         var results: [RecordWriteResult?]
         var answered: [Bool]
         var inFlight = 0
         var stopped = false
 
-        init(chunks: [Range<Int>], writeCount: Int) {
-            self.chunks = chunks
+        init(orders: [[Int]], writeCount: Int) {
+            self.orders = orders
             results = Array(repeating: nil, count: writeCount)
-            answered = Array(repeating: false, count: chunks.count)
+            answered = Array(repeating: false, count: orders.count)
         }
 
         /// Takes an answer in, and stops the pipeline at a failure.
@@ -115,9 +111,31 @@ extension KintoService: PipelinedWrites {
             inFlight -= 1
             answered[answer.0] = true
             for (offset, result) in answer.1.enumerated() {
-                results[chunks[answer.0].lowerBound + offset] = result
+                results[orders[answer.0][offset]] = result
                 if case .failed = result { stopped = true }
             }
+        }
+    }
+
+    /// The writes cut into requests, in order: at most `limit` writes and about `bytes` of body
+    /// each (``chunkEnd(_:from:limit:bytes:)``).
+    static func chunks(_ writes: [RecordWrite], limit: Int, bytes: Int) -> [Range<Int>] {
+        var chunks: [Range<Int>] = []
+        var start = 0
+        while start < writes.count {
+            let end = chunkEnd(writes, from: start, limit: limit, bytes: bytes)
+            chunks.append(start..<end)
+            start = end
+        }
+        return chunks
+    }
+
+    /// For each chunk, the indices of its writes in the order its request holds them: by
+    /// collection, so that every request in flight takes Kinto's per-collection locks in the same
+    /// order (see ``WriteOrder/lockOrder(_:collection:dependencies:)``).
+    static func sendingOrders(_ chunks: [Range<Int>], _ writes: [RecordWrite], dependencies: [[Int]]) -> [[Int]] {
+        chunks.map { range in
+            WriteOrder.lockOrder(Array(range), collection: { writes[$0].record.collection }, dependencies: dependencies)
         }
     }
 

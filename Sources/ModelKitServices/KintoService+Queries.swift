@@ -48,6 +48,11 @@ extension KintoService {
             guard values.count == 1 else { return .unsupported }
             let below = condition.op == .lessThan || condition.op == .lessThanOrEqual
             switch (field.kind, values[0]) {
+            case (.dateText, .string(let text)):
+                // Kinto orders strings by code point (memory) or by the database's collation
+                // (PostgreSQL): for the fixed-width bounds the planner sends, either way holds
+                // every date of the range (RemoteQueryPlan+Dates.swift).
+                return RemoteQueryPlan.isSecondText(text) ? .superset : .unsupported
             case (.coordinate, .double(let number)):
                 // Only finite coordinates matter, and Kinto orders those as numbers, both ways;
                 // the JSON text of a double reads back as the same double.

@@ -26,6 +26,14 @@ public struct RecordField: Hashable, Sendable, CustomStringConvertible {
         /// matter: a point out of range, NaN or infinite matches no `WITHIN`, the one condition
         /// that reads these fields, so a backend may leave such values out of any answer.
         case coordinate
+        /// The `iso` text of a `Date` (`{"__type": "Date", "iso": …}`): `YYYY-MM-DDTHH:MM:SS`,
+        /// then `.` and fraction digits when the date has a fraction, then `Z`, for the years
+        /// 0000–9999 (other years are signed, `-0001-…` or `+10000-…`, and dates millions of
+        /// years out have no `iso` at all). Only ranges with both ends are sent, as two
+        /// conditions whose operands are 19-character texts `YYYY-MM-DDTHH:MM:SS`: a backend that
+        /// orders such texts by code point (or by any collation that orders digits ascending and
+        /// the fixed punctuation alike) answers a superset of the dates in the range.
+        case dateText
         /// Ids: the record id (`id`) and the model id (`modelId`), ASCII letters, digits and `-`,
         /// compared and ordered byte by byte.
         case identifier

@@ -103,8 +103,9 @@ struct RemoteQueryPlan {
             leafCount += 1
             follow(path, M.self)
             let part = sendable(Self.equivalent(path, condition, negated: false, M.self), service)
-            // A box is never exactly a circle, whatever the backend says of its bounds.
-            return (part.conditions, part.exact && condition.op != .within)
+            // A box is never exactly a circle, nor a text range exactly a date range, whatever
+            // the backend says of their bounds.
+            return (part.conditions, part.exact && condition.op != .within && !Self.isDate(path, M.self))
         case .not(.condition(let path, let condition)):
             leafCount += 1
             follow(path, M.self)
@@ -129,6 +130,14 @@ struct RemoteQueryPlan {
                 let part = translate(filter, M.self, service)
                 conditions += part.conditions
                 exact = exact && part.exact
+            }
+            // A date's lower and upper bounds, each unsendable alone, together make a range.
+            for range in Self.dateRanges(filters, M.self) {
+                let before = sentLeafCount
+                let part = sendable(range.conditions, service)
+                if sentLeafCount > before { sentLeafCount = before + range.leaves }
+                conditions += part.conditions
+                exact = false
             }
             return (conditions, exact)
         case .or(let filters):
@@ -193,6 +202,10 @@ struct RemoteQueryPlan {
             guard !negated, let (kind, optional) = M.storedField(at: path), kind == .geoPoint, let center = condition.center
             else { return nil }
             return boundingBox(path, optional: optional, center: center, kilometers: condition.kilometers)
+        }
+        if let (kind, optional) = M.storedField(at: path), kind == .date {
+            guard !negated, condition.options.isEmpty else { return nil }
+            return dateEquivalent(path, condition, optional: optional)
         }
         guard condition.options.isEmpty, let field = field(path, M.self) else { return nil }
         let values = condition.values

@@ -7,7 +7,7 @@ import Foundation
 /// take the shortest decimal text that reads back as the same `Double`, split it into whole seconds
 /// and fractional digits, and write those digits after the seconds. Reading reassembles the same
 /// decimal text and parses it once, so every date comes back `==`.
-enum ISODate {
+package enum ISODate {
     /// Whole seconds beyond this (about 3 million years) are not written as ISO text.
     static let maximumSeconds: Int64 = 100_000_000_000_000
 
@@ -15,7 +15,7 @@ enum ISODate {
     static let referenceOffset: Int64 = 978_307_200
 
     /// The ISO text for `date` in UTC, or `nil` when the date is not finite or too far out.
-    static func string(from date: Date) -> String? {
+    package static func string(from date: Date) -> String? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32)
         guard append(date, to: &bytes) else { return nil }
