@@ -166,9 +166,11 @@ private struct RandomSortKey: CustomStringConvertible {
             context.batchChanges {
                 for _ in 0..<Int.random(in: 2...12, using: &random) { Self.randomize(random.pick(subjects), &random) }
             }
-            #expect(live.map(ObjectIdentifier.init) == Self.bruteForce(subjects, keys).map(ObjectIdentifier.init), "batch, \(keys)")
+            #expect(
+                live.map(ObjectIdentifier.init) == Self.bruteForce(subjects, keys).map(ObjectIdentifier.init), "batch, \(keys)")
             Self.randomize(random.pick(subjects), &random)
-            #expect(live.map(ObjectIdentifier.init) == Self.bruteForce(subjects, keys).map(ObjectIdentifier.init), "edit, \(keys)")
+            #expect(
+                live.map(ObjectIdentifier.init) == Self.bruteForce(subjects, keys).map(ObjectIdentifier.init), "edit, \(keys)")
             #expect(live.lastError == nil)
         }
     }
@@ -179,7 +181,10 @@ private struct RandomSortKey: CustomStringConvertible {
         #expect(try SortSubject.query(in: context).sorted(by: \.name).results().isEmpty)
         #expect(try SortSubject.query(in: context).sorted(by: "score", ascending: false).results().isEmpty)
         let only = SortSubject.instance(in: context)
-        #expect(try SortSubject.query(in: context).sorted(by: \.ratio).sorted(by: "name").results().map(ObjectIdentifier.init) == [ObjectIdentifier(only)])
+        #expect(
+            try SortSubject.query(in: context).sorted(by: \.ratio).sorted(by: "name").results().map(ObjectIdentifier.init) == [
+                ObjectIdentifier(only)
+            ])
     }
 
     @Test("A sort by a string key whose values can't be ordered is a typed error naming the key; a live query keeps its results")

@@ -159,7 +159,8 @@ extension Query {
         return try guarded {
             // Each model's sort values are read once (string keys in place where the layout
             // allows, and folded once under the key's options), then sorted: see SortValue.swift.
-            let order = SortOrder(sortKeys, evaluator: PropertyValues<M>())  // encodes a model once for all keys not read in place
+            // The evaluator encodes a model once for all its keys not read in place.
+            let order = SortOrder(sortKeys, evaluator: PropertyValues<M>())
             var values: [SortValue] = []
             values.reserveCapacity(models.count * order.width)
             for model in models { try order.append(model, to: &values) }

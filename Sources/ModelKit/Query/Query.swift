@@ -66,7 +66,8 @@ public struct Query<M: Model> {
         let read = Self.reader(keyPath)
         let field = MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: false) }
         query.sortKeys.append(
-            .typed(ascending: ascending, field: field, read: Self.sortValueReader(keyPath)) { a, b in Self.order(read(a), read(b)) })
+            .typed(ascending: ascending, field: field, read: Self.sortValueReader(keyPath)) { a, b in Self.order(read(a), read(b))
+            })
         return query
     }
 
