@@ -37,6 +37,22 @@ import Testing
         }
     }
 
+    /// `count` writers (as `writers(_:in:)`) in a context with an undo manager whose stack is
+    /// empty (with `resettingChanges`, the context's changes reset first), and a recorder of
+    /// them sorted by age.
+    private func undoableWriters(_ count: Int, resettingChanges: Bool = false) throws -> (
+        context: ModelContext, undo: ModelUndoManager, all: [LiveWriter], recorder: BatchRecorder
+    ) {
+        let context = ModelContext()
+        let undo = ModelUndoManager()
+        context.undoManager = undo
+        let all = writers(count, in: context)
+        if resettingChanges { context.resetChanges() }
+        undo.removeAllActions()
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        return (context, undo, all, recorder)
+    }
+
     @Test("Edits of many models in a batch update the results once, at the end, with one change set")
     func editsGiveOneChangeSet() throws {
         let context = ModelContext()
@@ -131,12 +147,7 @@ import Testing
 
     @Test("Undoing and redoing a batch is one step, and updates a live query once each way")
     func undoOfABatchIsOneUpdate() throws {
-        let context = ModelContext()
-        let undo = ModelUndoManager()
-        context.undoManager = undo
-        let all = writers(4, in: context)
-        undo.removeAllActions()
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let (context, undo, all, recorder) = try undoableWriters(4)
         context.batchChanges {
             all[0].age = 100
             all[1].age = 5
@@ -157,12 +168,7 @@ import Testing
 
     @Test("A batch that changes nothing delivers nothing and leaves no undo step")
     func emptyBatch() throws {
-        let context = ModelContext()
-        let undo = ModelUndoManager()
-        context.undoManager = undo
-        let all = writers(2, in: context)
-        undo.removeAllActions()
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let (context, undo, all, recorder) = try undoableWriters(2)
         context.batchChanges {}
         context.batchChanges { all[0].name = "" }  // the value it had: no write
         #expect(recorder.changes.isEmpty && !undo.canUndo)
@@ -198,12 +204,7 @@ import Testing
     }
     @Test("An observer that begins a batch while the outer batch reports nests in it: one undo step, undone once")
     func batchBegunWhileEndingNests() throws {
-        let context = ModelContext()
-        let undo = ModelUndoManager()
-        context.undoManager = undo
-        let all = writers(4, in: context)
-        undo.removeAllActions()
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let (context, undo, all, recorder) = try undoableWriters(4)
         var nested = 0
         let token = context.observeChanges { _ in
             nested += 1
@@ -245,15 +246,43 @@ import Testing
         #expect(try #require(filtered).ids == ["b0", "b1"])
     }
 
+    @Test("A live query made inside a batch shows what one made before it shows: the results at the batch's start, until the end")
+    func liveQueryMadeInsideABatchAgreesWithOneMadeBefore() throws {
+        let context = ModelContext()
+        let all = writers(4, in: context)
+        let before = try BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(25)).sorted(by: \.age))
+        var inside: BatchRecorder?
+        context.batchChanges {
+            all[0].age = 99  // leaves the filter
+            all[3].age = 5  // joins it
+            all[1].age = 15
+            let made = try? BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(25)).sorted(by: \.age))
+            #expect(made?.ids == before.ids)
+            #expect(made?.ids == ["b0", "b1", "b2"])
+            all[2].age = 1
+            inside = made
+        }
+        let made = try #require(inside)
+        #expect(made.ids == ["b2", "b3", "b1"])
+        #expect(made.ids == before.ids)
+        #expect(made.changes.count == 1 && before.changes.count == 1)
+    }
+
+    @Test("A live query made while a model's own batch is open finds the model where its values at the batch's start put it")
+    func liveQueryMadeInsideAModelBatch() throws {
+        let context = ModelContext()
+        let all = writers(3, in: context)
+        all[0].beginChanges()
+        all[0].age = 99
+        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        try all[0].endChanges()
+        #expect(recorder.ids == ["b1", "b2", "b0"])
+        #expect(recorder.ages == [10, 20, 99])
+    }
+
     @Test("Undoing a batch that merged into an edited model undoes the edit after the merge, not the merge")
     func undoOfABatchKeepsWhatAMergeBrought() throws {
-        let context = ModelContext()
-        let undo = ModelUndoManager()
-        context.undoManager = undo
-        let all = writers(2, in: context)
-        context.resetChanges()
-        undo.removeAllActions()
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let (context, undo, all, recorder) = try undoableWriters(2, resettingChanges: true)
         let other = ModelContext()
         LiveWriter.instance(objectId: "b0", in: other).age = 70
         let snapshot = try other.snapshotOfChanges()

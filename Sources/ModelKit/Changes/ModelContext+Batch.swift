@@ -42,7 +42,8 @@ extension ModelContext {
     /// merges, say, nests in it too). With an undo manager, the batch is one undo step, and its
     /// undo and redo are batches too; a model loaded or merged into during the batch is undone
     /// only back to what the load gave it, as a load is not an edit. A live result set made
-    /// inside the batch runs its query again at the batch's end.
+    /// inside the batch starts with the results at the batch's start, as the others show, and
+    /// updates with them at its end.
     ///
     /// When `body` throws, what it changed before stays changed and is reported, as at a normal
     /// end; the error is rethrown.

@@ -100,7 +100,7 @@ extension Query {
         let keys: [QueryOutline.SortKey] = sortKeys.map { key in
             switch key {
             case .keyed(let path, let ascending, let options): .key(path: path, ascending: ascending, options: options)
-            case .typed(let ascending, let field?, _):
+            case .typed(let ascending, let field?, _, _):
                 // A key path to an integer or a Bool orders as its string key does; other kinds
                 // (strings, doubles) may not, so they stay the models' to order.
                 Self.key(at: field.offset, optional: field.optional, layout).flatMap { key -> QueryOutline.SortKey? in

@@ -157,53 +157,15 @@ extension Query {
             return ids.indices.sorted { ids[$0] < ids[$1] }.map { models[$0] }
         }
         return try guarded {
-            // Values for string keys are read once per model, not once per comparison: in place
-            // where the layout allows, and strings folded once under the key's options.
-            let evaluator = PropertyValues<M>()  // encodes a model once for all keys not read in place
-            let readers = sortKeys.map { Self.sortValueReader($0, evaluator) }
-            let width = readers.count
-            var values: [ModelValue] = []
-            values.reserveCapacity(models.count * width)
-            for model in models {
-                for read in readers { values.append(try read(model)) }
-            }
-            // Positions are sorted, not (model, values) rows: moving rows of a generic model type
-            // went through value witnesses and cost more than the comparisons.
-            let comparators = sortKeys.enumerated().map { column, key in
-                Self.comparator(key, column: column, width: width, models: models, values: values)
-            }
+            // Each model's sort values are read once (string keys in place where the layout
+            // allows, and folded once under the key's options), then sorted: see SortValue.swift.
+            // The evaluator encodes a model once for all its keys not read in place.
+            let order = SortOrder(sortKeys, evaluator: PropertyValues<M>())
+            var values: [SortValue] = []
+            values.reserveCapacity(models.count * order.width)
+            for model in models { try order.append(model, to: &values) }
             let ids = models.map(\.modelId)
-            var positions = Array(models.indices)
-            try positions.sort { a, b in
-                for compare in comparators {
-                    let result = try compare(a, b)
-                    if result != .orderedSame { return result == .orderedAscending }
-                }
-                return ids[a] < ids[b]
-            }
-            return positions.map { models[$0] }
-        }
-    }
-
-    /// The order of the models at two positions by `key`, descending keys already flipped.
-    /// `values` holds `width` sort values per model; this key's is at `column`.
-    private static func comparator(_ key: SortKey<M>, column: Int, width: Int, models: [M], values: [ModelValue])
-        -> (Int, Int) throws -> ComparisonResult
-    {
-        switch key {
-        case .typed(let ascending, _, let compare):
-            return { a, b in
-                let result = compare(models[a], models[b])
-                return ascending ? result : flipped(result)
-            }
-        case .keyed(let path, let ascending, _):
-            // Strings are already folded under the key's options.
-            return { a, b in
-                let result = try order(values[a * width + column], values[b * width + column], options: [], key: path)
-                return ascending ? result : flipped(result)
-            }
-        case .distance(let path, _):
-            return { a, b in try order(values[a * width + column], values[b * width + column], options: [], key: path) }
+            return try order.sortedPositions(values, ids: ids, models: models).map { models[$0] }
         }
     }
 
@@ -215,24 +177,24 @@ extension Query {
         }
     }
 
-    /// What a sort key compares for a model: `.null` for a typed key (compared on the model), the
-    /// value at a string key (a string folded under the key's options), or the distance of a
-    /// point from the centre (infinity without a point).
-    static func sortValueReader(_ key: SortKey<M>, _ evaluator: PropertyValues<M>) -> (M) throws -> ModelValue {
+    /// What a sort key compares for a model: a key path's value (see ``SortValue``), the value at
+    /// a string key (a string folded under the key's options), or the distance of a point from
+    /// the centre (infinity without a point).
+    static func sortValueReader(_ key: SortKey<M>, _ evaluator: PropertyValues<M>) -> (M) throws -> SortValue {
         switch key {
-        case .typed:
-            return { _ in .null }
+        case .typed(_, _, let read, _):
+            return read
         case .keyed(let path, _, let options):
             let read = valueReader(path, evaluator)
-            guard !options.isEmpty else { return read }
+            guard !options.isEmpty else { return { SortValue(keyed: try read($0)) } }
             return { model in
                 let value = try read(model)
                 if case .string(let text) = value { return .string(text.folded(options)) }
-                return value
+                return SortValue(keyed: value)
             }
         case .distance(let path, let center):
             let read = valueReader(path, evaluator)
-            return { model in .double(try read(model).geoPoint.map { $0.distance(to: center) } ?? .infinity) }
+            return { model in .value(.double(try read(model).geoPoint.map { $0.distance(to: center) } ?? .infinity)) }
         }
     }
 

@@ -65,7 +65,9 @@ public struct Query<M: Model> {
         var query = self
         let read = Self.reader(keyPath)
         let field = MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: false) }
-        query.sortKeys.append(.typed(ascending: ascending, field: field) { a, b in Self.order(read(a), read(b)) })
+        query.sortKeys.append(
+            .typed(ascending: ascending, field: field, read: Self.sortValueReader(keyPath)) { a, b in Self.order(read(a), read(b))
+            })
         return query
     }
 
@@ -75,8 +77,10 @@ public struct Query<M: Model> {
         var query = self
         let read = Self.reader(keyPath)
         query.sortKeys.append(
-            .typed(ascending: ascending, field: MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: true) }) {
-                a, b in
+            .typed(
+                ascending: ascending, field: MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: true) },
+                read: Self.sortValueReader(keyPath)
+            ) { a, b in
                 switch (read(a), read(b)) {
                 case (nil, nil): return .orderedSame
                 case (nil, _): return .orderedAscending
@@ -111,7 +115,9 @@ public struct Query<M: Model> {
         var query = self
         let read = Self.reader(keyPath)
         query.sortKeys.append(
-            .typed(ascending: true, field: nil) { a, b in Self.order(read(a).distance(to: center), read(b).distance(to: center)) })
+            .typed(ascending: true, field: nil, read: { .double(read($0).distance(to: center)) }) { a, b in
+                Self.order(read(a).distance(to: center), read(b).distance(to: center))
+            })
         return query
     }
 
@@ -150,13 +156,41 @@ public struct Query<M: Model> {
     static func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
         a == b ? .orderedSame : (a < b ? .orderedAscending : .orderedDescending)
     }
+
+    /// Reads a key path's value for sorting, once per model: as a ``SortValue`` for the types it
+    /// holds (a nil optional as `.null`; a date as its time since the reference date, which its
+    /// `<` and `==` compare), else `.model`, and the key compares the models.
+    static func sortValueReader<Value>(_ keyPath: KeyPath<M.Properties, Value>) -> (M) -> SortValue {
+        sortValueReader(keyPath, String.self, SortValue.string)
+            ?? sortValueReader(keyPath, Int.self, SortValue.int)
+            ?? sortValueReader(keyPath, Double.self, SortValue.double)
+            ?? sortValueReader(keyPath, Date.self) { .double($0.timeIntervalSinceReferenceDate) }
+            ?? { _ in .model }
+    }
+
+    /// A reader of `keyPath` when its value is a `Kind` or a `Kind?`, else `nil`.
+    private static func sortValueReader<Value, Kind>(
+        _ keyPath: KeyPath<M.Properties, Value>, _ kind: Kind.Type, _ wrap: @escaping (Kind) -> SortValue
+    ) -> ((M) -> SortValue)? {
+        if let path = keyPath as? KeyPath<M.Properties, Kind> {
+            let read = reader(path)
+            return { wrap(read($0)) }
+        }
+        if let path = keyPath as? KeyPath<M.Properties, Kind?> {
+            let read = reader(path)
+            return { read($0).map(wrap) ?? .null }
+        }
+        return nil
+    }
 }
 
 /// One key of a query's order.
 enum SortKey<M: Model> {
-    /// By a key path: the comparison, and where the stored property lies (when it is one), so
-    /// that the key can be described by name.
-    case typed(ascending: Bool, field: (offset: Int, optional: Bool)?, (M, M) -> ComparisonResult)
+    /// By a key path: where the stored property lies (when it is one), so that the key can be
+    /// described by name; its value for sorting (see ``SortValue``); and the comparison of two
+    /// models, for a value `read` gives as `.model`.
+    case typed(
+        ascending: Bool, field: (offset: Int, optional: Bool)?, read: (M) -> SortValue, (M, M) -> ComparisonResult)
     case keyed(path: [String], ascending: Bool, options: StringOptions)
     case distance(path: [String], center: GeoPoint)
 }

@@ -16,7 +16,8 @@ extension Model {
         return try withValues(start, body)
     }
 
-    /// Whether a `beginChanges()` batch of the model is open.
+    /// Whether a `beginChanges()` batch of the model is open (its own, or one it joined in its
+    /// context's batch).
     var isInOpenBatch: Bool { (storage.tracker?.batchDepth ?? 0) > 0 }
 
     /// Runs `body` with `values` in place of the model's properties, then puts them back: to
@@ -44,27 +45,27 @@ final class LiveOrder<M: Model> {
         if case .always = node { return nil }
         return ScanProgram(node, reader: evaluator, indexes: [])
     }()
-    private lazy var readers: [(M) throws -> ModelValue] = query.sortKeys.map { [evaluator] in
-        Query<M>.sortValueReader($0, evaluator)
-    }
+    private lazy var sortOrder = SortOrder(query.sortKeys, evaluator: evaluator)
 
     init(query: Query<M>) {
         self.query = query
     }
 
-    /// One model's place in the order, read once: the values of its string keys (folded under
-    /// their options) and distances; typed keys compare the models themselves.
+    /// One model's place in the order, read once: its values for the sort keys (strings of
+    /// string keys folded under their options); keys of other types compare the models.
     struct Probe {
         let model: M
         let id: ModelID
-        let values: [ModelValue]
+        let values: [SortValue]
     }
 
     /// Reads `model`'s sort values, with its reported values.
     func probe(_ model: M) throws -> Probe {
         try model.withReportedValues {
             evaluator.forget()
-            let values = try readers.map { try $0(model) }
+            var values: [SortValue] = []
+            values.reserveCapacity(sortOrder.width)
+            try sortOrder.append(model, to: &values)
             return Probe(model: model, id: model.modelId, values: values)
         }
     }
@@ -84,22 +85,19 @@ final class LiveOrder<M: Model> {
     func position(of probe: Probe, in models: OrderedModels<M>) throws -> Int {
         evaluator.forget()
         return try models.partitioningIndex { entry in
-            try entry.withReportedValues { try compare(probe, entry, readers) } != .orderedDescending
+            try entry.withReportedValues { try compare(probe, entry) } != .orderedDescending
         }
     }
 
-    /// `probes` in the order. Each comparison reads the second model's values, as a search does.
-    /// Positions are sorted, not probes: moving values of a generic type goes through its value
-    /// witnesses, which cost more than the comparisons.
+    /// `probes` in the order: their values (read once, with the models' reported values) sorted
+    /// as the query's own sort sorts them.
     ///
     /// - Complexity: O(k log k) comparisons.
     func sorted(_ probes: [Probe]) throws -> [Probe] {
-        evaluator.forget()
-        var positions = Array(probes.indices)
-        try positions.sort { first, second in
-            let entry = probes[second].model
-            return try entry.withReportedValues { try compare(probes[first], entry, readers) } == .orderedAscending
-        }
+        var values: [SortValue] = []
+        values.reserveCapacity(probes.count * sortOrder.width)
+        for probe in probes { values.append(contentsOf: probe.values) }
+        let positions = try sortOrder.sortedPositions(values, ids: probes.map(\.id), models: probes.map(\.model))
         return positions.map { probes[$0] }
     }
 
@@ -113,7 +111,7 @@ final class LiveOrder<M: Model> {
         while low < high {
             let middle = (low + high) / 2
             let entry = models[middle]
-            if try entry.withReportedValues({ try compare(probe, entry, readers) }) != .orderedDescending {
+            if try entry.withReportedValues({ try compare(probe, entry) }) != .orderedDescending {
                 high = middle
             } else {
                 low = middle + 1
@@ -122,20 +120,13 @@ final class LiveOrder<M: Model> {
         return low
     }
 
-    /// The order of `probe`'s model and `entry`, by the sort keys, then by id.
-    private func compare(_ probe: Probe, _ entry: M, _ readers: [(M) throws -> ModelValue]) throws -> ComparisonResult {
-        for (column, key) in query.sortKeys.enumerated() {
-            let result: ComparisonResult
-            switch key {
-            case .typed(let ascending, _, let compare):
-                let order = compare(probe.model, entry)
-                result = ascending ? order : Query<M>.flipped(order)
-            case .keyed(let path, let ascending, _):
-                let order = try Query<M>.order(probe.values[column], readers[column](entry), options: [], key: path)
-                result = ascending ? order : Query<M>.flipped(order)
-            case .distance(let path, _):
-                result = try Query<M>.order(probe.values[column], readers[column](entry), options: [], key: path)
-            }
+    /// The order of `probe`'s model and `entry`, by the sort keys, then by id. The entry's values
+    /// are read as the comparison needs them (a search reads few entries, each once).
+    private func compare(_ probe: Probe, _ entry: M) throws -> ComparisonResult {
+        let order = sortOrder
+        for column in 0..<order.width {
+            let value = try order.readers[column](entry)
+            let result = try order.order(column, probe.values[column], value, probe.model, entry)
             if result != .orderedSame { return result }
         }
         let id = entry.modelId

@@ -23,9 +23,6 @@ final class LiveBatch<M: Model> {
     /// The first event, while it is the only one: placed as outside a batch.
     var only: (event: ModelChangeEvent, model: AnyObject?, before: Any?)?
     var events = 0
-    /// Whether the results were made inside the batch: placed by values the events don't know,
-    /// they run the query again at its end.
-    var rerun = false
 }
 
 extension LiveResults {
@@ -52,18 +49,11 @@ extension LiveResults {
         return batch
     }
 
-    /// For results made inside the context's open batch: run the query again at its end.
-    func rerunAtBatchEnd() {
-        openPending().rerun = true
-    }
-
     /// Places what the ended batch collected, and tells observers once.
     func placeCollected() {
         guard let batch = pending else { return }
         pending = nil
-        if batch.rerun {
-            rerun(modified: Set(batch.models.keys))
-        } else if let only = batch.only {
+        if let only = batch.only {
             place(only.event, model: only.model, before: only.before)
         } else if readsOtherModels {
             rerun(modified: Set(batch.models.keys))
@@ -99,15 +89,9 @@ extension LiveResults {
             for model in changed.values where model.storage.context === context {
                 if try order.accepts(model) { accepted.append(model) }
             }
-            // The query's own sort reads each model's values once and compares positions; a
-            // model in an open batch of its own is placed by its values at the batch's start,
-            // which only the live order reads.
-            let probes: [LiveOrder<M>.Probe]
-            if accepted.contains(where: { $0.isInOpenBatch }) {
-                probes = try order.sorted(accepted.map { try order.probe($0) })
-            } else {
-                probes = try query.ordered(accepted).map { try order.probe($0) }
-            }
+            // Each model's values are read once (a model in an open batch of its own by its
+            // values at the batch's start), then sorted as the query's own sort sorts them.
+            let probes = try order.sorted(accepted.map { try order.probe($0) })
             merged.reserveCapacity(kept.count + probes.count)
             var start = 0
             for probe in probes {

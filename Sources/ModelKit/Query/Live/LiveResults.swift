@@ -53,19 +53,21 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         order = LiveOrder(query: all)
         window = (query.offsetCount, query.limitCount)
         readsOtherModels = order.readsOtherModels
-        matches = OrderedModels(try Self.run(all))
         let context = query.context
         self.context = context
+        // The query runs in any case: it validates the keys, and throws as `results()` does.
+        let results = try Self.run(all)
+        // Made while a batch is open (the context's, or a model's own), its results are read as
+        // the batch's events will find them: each model by its values at the batch's start. So
+        // the events need no re-run at its end. (Checking costs a look at each model's tracker.)
+        let inBatch = context.isBatchingChanges || context.models(of: M.self).contains { $0.isInOpenBatch }
+        matches = OrderedModels(inBatch ? try Self.run(all, byReportedValues: order) : results)
         contextToken = ObservationToken(
             list: context.changeObservers,
             id: context.addChangeObserver(
                 { [weak self] event, model, before in self?.handle(event, model: model, before: before) },
                 // It re-reads the models: their encoded changes would only cost.
                 readsChanges: false))
-        // Made inside the context's open batch, its results read the models' values now, while
-        // the batch's events place models by their values at the batch's start: it runs the
-        // query again at the batch's end instead.
-        if context.isBatchingChanges { rerunAtBatchEnd() }
     }
 
     /// The results of a query that can't run: empty, following nothing, with `error` as
@@ -283,6 +285,20 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         let results = try query.results()
         guard query.sortKeys.isEmpty else { return results }
         return results.sorted { $0.modelId < $1.modelId }
+    }
+
+    /// All matches of the order's query as ``run(_:)`` finds them, but each model read with
+    /// its reported values (see `Model.withReportedValues`): in an open batch, its values at
+    /// the batch's start, where the batch's events will look for it.
+    ///
+    /// - Complexity: O(n) filter evaluations for n models of the type, and O(k log k)
+    ///   comparisons for k matches.
+    private static func run(_ query: Query<M>, byReportedValues order: LiveOrder<M>) throws(QueryError) -> [M] {
+        try query.guarded {
+            var probes: [LiveOrder<M>.Probe] = []
+            for model in query.context.models(of: M.self) where try order.accepts(model) { probes.append(try order.probe(model)) }
+            return try order.sorted(probes).map(\.model)
+        }
     }
 }
 
