@@ -343,6 +343,12 @@ public final class ModelContext {
 
     /// ``model(_:modelId:)`` for the graph writer's loops: inlined there, and without
     /// `withRegistry`, which only matters to calls that change the tables.
+    /// ``registeredModel(_:modelId:)`` for a model of class `M` exactly, not retained (see
+    /// ``ModelIdentityMap/unretainedModel(_:id:)``).
+    @inline(__always) func unretainedModel<M: Model>(_ type: M.Type, modelId: ModelID) -> Unmanaged<AnyModelObject>? {
+        registry.models.unretainedModel(M.self, id: modelId)
+    }
+
     @inline(__always) func registeredModel<M: Model>(_ type: M.Type, modelId: ModelID) -> M? {
         registry.models.model(M.self, id: modelId)
     }

@@ -198,6 +198,17 @@ struct ModelIdentityMap {
 
     /// The model with `id` when it is an `M`. When it is of class `M` exactly (the usual case:
     /// a final model class) no existential is made and no dynamic cast is needed.
+    /// The model with `id` when it is of class `M` exactly, not retained: for the graph walk,
+    /// which reads it while the context holds it (a model that is weakly referenced has a side
+    /// table, which makes each retain and release slow).
+    @inline(__always) func unretainedModel<M: Model>(_ type: M.Type, id: ModelID) -> Unmanaged<AnyModelObject>? {
+        let slot = slots[position(of: id).position]
+        guard slot != 0 else { return nil }
+        let object = Self.object(in: slot)
+        let modelClass = object._withUnsafeGuaranteedRef { ObjectIdentifier(Swift.type(of: $0)) }
+        return modelClass == ObjectIdentifier(M.self) ? object : nil
+    }
+
     @inline(__always) func model<M: Model>(_ type: M.Type, id: ModelID) -> M? {
         let slot = slots[position(of: id).position]
         guard slot != 0 else { return nil }

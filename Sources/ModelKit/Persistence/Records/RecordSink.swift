@@ -61,7 +61,7 @@ extension Model {
                     model: models[index], modelName: record.name, objectId: record.objectId, isNewObjectId: record.isNew,
                     range: record.start..<record.end,
                     // Records are written in the walk's order: a model's position is its record's.
-                    targets: record.targets.compactMap { writer.positions.index(of: $0) },
+                    targets: record.targets.compactMap { writer.position(of: $0) },
                     refusal: record.refusal)
             }
             return RecordTexts(text: buffer.takeData(), entries: entries)

@@ -24,15 +24,31 @@ final class GraphStreamWriter {
     /// Models queued by reaching them, which are written after the context's own (positions
     /// from `queueBase` on), and what the writer needs to know of each without reading it again
     /// (its identity, to catch two instances with one id; its class and context, to see that a
-    /// reference resolves to it).
+    /// reference resolves to it). `queue` holds the models that nothing else keeps alive during
+    /// the walk: all of them, except models of ``slotContext`` (see ``TypeSlotPositions``).
     @exclusivity(unchecked) private var queue: [any Model] = []
-    @exclusivity(unchecked) private var queued: [QueuedModel] = []
+    @exclusivity(unchecked) var queued: [QueuedModel] = []
     /// The position of the first model in `queue`: 0 when writing a subgraph; the number of
     /// models in the context when writing a context.
     @exclusivity(unchecked) var queueBase = 0
     /// When walking from a root: the number of models in the root's context, the most the walk
     /// can reach there. The tables grow towards it in larger steps (see ``makeRoom()``).
     @exclusivity(unchecked) var expectedModels = 0
+    /// When walking from a root in a context: that context, whose models get their positions
+    /// from `slotPositions` (by type slot) instead of `positions` (by id), which then holds only
+    /// the models reached outside it.
+    @exclusivity(unchecked) var slotContext: ModelContext? {
+        didSet { slotContextIdentity = slotContext.map(ObjectIdentifier.init) }
+    }
+    @exclusivity(unchecked) private(set) var slotContextIdentity: ObjectIdentifier?
+    @exclusivity(unchecked) var slotPositions: TypeSlotPositions? {
+        didSet { unretainedSlots = slotPositions.map(Unmanaged.passUnretained) }
+    }
+    /// `slotPositions`, read for every reference without retaining it.
+    @exclusivity(unchecked) private(set) var unretainedSlots: Unmanaged<TypeSlotPositions>?
+    /// Whether the model being written is in `slotContext`: then its references' targets found
+    /// there are positioned by type slot.
+    @exclusivity(unchecked) private(set) var ownerUsesSlots = false
     /// The object ids of the models that have one, by position, so that pointers to a model need
     /// not read its storage. Most models have none.
     @exclusivity(unchecked) var objectIds: [Int: String] = [:]
@@ -44,11 +60,12 @@ final class GraphStreamWriter {
         didSet {
             ownerContextIdentity = ownerContext.map(ObjectIdentifier.init)
             unretainedOwnerContext = ownerContext.map(Unmanaged.passUnretained)
+            ownerUsesSlots = slotPositions != nil && ownerContextIdentity != nil && ownerContextIdentity == slotContextIdentity
         }
     }
     /// `ownerContext`, for looking models up in it without retaining it (`ownerContext` keeps
     /// it alive): see ``ownerContextIdentity``.
-    @exclusivity(unchecked) private var unretainedOwnerContext: Unmanaged<ModelContext>?
+    @exclusivity(unchecked) private(set) var unretainedOwnerContext: Unmanaged<ModelContext>?
     /// `ownerContext`'s identity, compared for every reference: reading the context itself
     /// would retain it, and a context has a side table (it is weakly referenced), which makes
     /// each retain and release slow.
@@ -117,7 +134,7 @@ final class GraphStreamWriter {
         sink.endObject()
         try sink.finish()
         // The buffer's owner writes what is left (`AtomicFile` on this thread; memory keeps it).
-        return queueBase + queue.count
+        return queueBase + queued.count
     }
 
     /// Writes every model reachable from `root` without the envelope, as an array with the root
@@ -126,6 +143,11 @@ final class GraphStreamWriter {
     /// root's dictionary alone.
     func writeModels(root: any Model) throws {
         expectedModels = root.modelContext?.unobservedCount ?? 0
+        // (The tests that look every queued target up compare with the walk by id.)
+        if !looksUpQueuedTargets, let context = root.modelContext {
+            slotContext = context
+            slotPositions = TypeSlotPositions()
+        }
         sink.beginArray()
         try enqueue(root)
         try writeQueue()
@@ -180,7 +202,7 @@ final class GraphStreamWriter {
             for root in roots { try enqueue(root) }
         } tracking: {
             guard tracking, let context = roots.first?.modelContext else { return nil }
-            return TrackingMember.gather(queue, context: context)
+            return TrackingMember.gather(queuedModels, context: context)
         }
     }
 
@@ -198,32 +220,73 @@ final class GraphStreamWriter {
     /// Queues `model` (whose id is `id`, in the context whose identity is `context`) if it is new
     /// to this graph; returns its position.
     @discardableResult
-    private func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?, context: ObjectIdentifier?) throws -> Int {
-        let next = queueBase + queue.count
+    func enqueueModel<M: Model>(_ model: M, id: ModelID, objectId: String?, context: ObjectIdentifier?) throws -> Int {
+        let next = queueBase + queued.count
+        if let slots = unretainedSlots, context != nil, context == slotContextIdentity,
+            ObjectIdentifier(Swift.type(of: model)) == ObjectIdentifier(M.self)
+        {
+            // Positioned by slot only when it is in the kept copy of its class's list at its
+            // slot: then no other model has that class's slot (one listed under another type,
+            // a subclass, goes by id below), and the copy keeps it alive.
+            let slot = model.storage.box.typeSlot
+            if slot >= 0 {
+                let table = slots._withUnsafeGuaranteedRef { $0.table(for: ObjectIdentifier(M.self)) }
+                if !slots._withUnsafeGuaranteedRef({ $0.hasList(table: table) }) { keepList(of: M.self, table: table) }
+                if slots._withUnsafeGuaranteedRef({ $0.keepsAlive(ObjectIdentifier(model), table: table, slot: slot) }) {
+                    let known = slots._withUnsafeGuaranteedRef { $0.position(table: table, slot: slot) }
+                    if known >= 0 { return known }
+                    // A model outside the context may have taken the id first.
+                    if positions.count != 0, let other = positions.index(of: id) {
+                        try checkSameInstance(model, id: id, as: other, next: next)
+                        return other
+                    }
+                    slots._withUnsafeGuaranteedRef { $0.setPosition(next, table: table, slot: slot) }
+                    if queued.count == queued.capacity { makeQueueRoom() }
+                    append(model, context: context, objectId: objectId, at: next, retaining: false)
+                    return next
+                }
+            }
+        }
+        if slotPositions != nil, let twin = slottedPosition(of: id) {
+            try checkSameInstance(model, id: id, as: twin, next: next)
+            return twin
+        }
         if positions.isFull { makeRoom() }
         let known = positions.insert(id, index: next) ?? next
         if known == next {
-            let modelType = Swift.type(of: model)
-            queued.append(
-                QueuedModel(
-                    identity: ObjectIdentifier(model), type: ObjectIdentifier(modelType), context: context, modelType: modelType))
-            queue.append(model)
-            if let objectId { objectIds[next] = objectId }
+            append(model, context: context, objectId: objectId, at: next)
             return next
         }
         // A model of the written context is its context's instance; the others must be the
         // instance queued first.
-        guard known < queueBase || queued[known - queueBase].identity == ObjectIdentifier(model) else {
+        if known >= queueBase { try checkSameInstance(model, id: id, as: known, next: next) }
+        return known
+    }
+
+    @inline(__always)
+    private func append<M: Model>(
+        _ model: M, context: ObjectIdentifier?, objectId: String?, at next: Int, retaining: Bool = true
+    ) {
+        let modelType = Swift.type(of: model)
+        queued.append(
+            QueuedModel(
+                identity: ObjectIdentifier(model), type: ObjectIdentifier(modelType), context: context, modelType: modelType))
+        if retaining { queue.append(model) }
+        if let objectId { objectIds[next] = objectId }
+    }
+
+    /// Throws unless `model` is the instance queued at `known` with the same id.
+    func checkSameInstance<M: Model>(_ model: M, id: ModelID, as known: Int, next: Int) throws {
+        guard queued[known - queueBase].identity == ObjectIdentifier(model) else {
             throw SerializationError(
                 .duplicateModelId, modelIndex: next, modelName: M.modelName,
                 expected: "one instance per model id in a graph", found: "two different instances with model id \(id)")
         }
-        return known
     }
 
     /// The models written or queued by walking a graph (``writeModels(root:)``), in the order
     /// written.
-    var queuedModels: [any Model] { queue }
+    var queuedModels: [any Model] { queue.count == queued.count ? queue : queued.map(\.model) }
 
     func name<M: Model>(of type: M.Type) -> String {
         let key = ObjectIdentifier(type)
@@ -313,6 +376,8 @@ final class GraphStreamWriter {
         swap(&source.objectIds, &target.objectIds)
         target.queueBase = source.queueBase
         target.expectedModels = source.expectedModels
+        target.slotPositions = source.slotPositions
+        target.slotContext = source.slotContext
         target.writtenContext = source.writtenContext
         target.ownerContext = source.ownerContext
         target.ownerHeld = source.ownerHeld
@@ -363,6 +428,11 @@ final class GraphStreamWriter {
         }
         writePointer(name: name(of: M.self), id: metadata.modelId, objectId: metadata.objectId)
     }
+
+    /// Whether the references of the model being written are looked up by id in ``positions``
+    /// before their targets are found: not when the owner is in ``slotContext`` and nothing is
+    /// positioned by id (then every target is found in the context and positioned by slot).
+    var checksPositionsFirst: Bool { !ownerUsesSlots || positions.count != 0 }
 
     /// The target of the reference at `reference` for the model being written, and whether it
     /// was found in ``ownerContext`` (see ``pointer(to:inOwnersContext:)``).
@@ -431,7 +501,7 @@ final class GraphStreamWriter {
         return entry.identity == ObjectIdentifier(target)
     }
 
-    private func writePointer(name: String, id: ModelID, objectId: String?) {
+    func writePointer(name: String, id: ModelID, objectId: String?) {
         sink.pointer(name: name, id: id, objectId: objectId)
     }
 
@@ -555,6 +625,13 @@ struct QueuedModel {
     let context: ObjectIdentifier?
     /// Its class, to write it as one (`type` is this class's identity).
     let modelType: any Model.Type
+
+    /// The model, while the writer keeps it alive.
+    var model: any Model { Self.model(modelType, identity: identity) }
+
+    private static func model<M: Model>(_ type: M.Type, identity: ObjectIdentifier) -> any Model {
+        Unmanaged<M>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(bitPattern: identity)).unsafelyUnwrapped).takeUnretainedValue()
+    }
 }
 
 extension Encodable {
@@ -598,7 +675,11 @@ extension ModelRef: StreamReference {
             guard let id = reference.pointee.id else { return writer.sink.null() }
             return writer.sink.pointer(name: writer.name(of: Target.self), id: id, objectId: nil)
         }
-        if writer.pointerToQueued(reference) { return }
+        if writer.checksPositionsFirst {
+            if writer.pointerToQueued(reference) { return }
+        } else if try writer.pointerBySlot(reference) {
+            return
+        }
         guard let target = writer.target(of: reference) else { return writer.sink.null() }
         try writer.pointer(to: target.model, inOwnersContext: target.inOwnersContext)
     }
@@ -616,6 +697,14 @@ extension ModelArray: StreamReference {
         }
         try value.assumingMemoryBound(to: ModelArray.self).pointee.references.withUnsafeBufferPointer { references in
             guard let base = references.baseAddress else { return }
+            if !writer.checksPositionsFirst {
+                for offset in references.indices {
+                    if try writer.pointerBySlot(base + offset) { continue }
+                    guard let target = writer.target(of: base + offset) else { continue }
+                    try writer.pointer(to: target.model, inOwnersContext: target.inOwnersContext)
+                }
+                return
+            }
             // Look up a run of elements before writing any of them: the lookups are independent,
             // so their cache misses overlap instead of coming one after the other.
             try withUnsafeTemporaryAllocation(of: Int.self, capacity: 16) { found in
