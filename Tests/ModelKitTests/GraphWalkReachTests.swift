@@ -103,3 +103,51 @@ extension GraphWalkTests {
         #expect(try models(in: author.jsonData()).count == 1_501)
     }
 }
+
+/// A value whose encoding runs `hook`: a way for a test to change the context while a walk
+/// writes a model (which no app should do).
+struct EncodeHook: Codable, Equatable {
+    nonisolated(unsafe) static var hook: (() -> Void)?
+
+    init() {}
+    init(from decoder: any Decoder) throws {}
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encodeNil()
+        Self.hook?()
+    }
+}
+
+/// A node that references others, then encodes a hook.
+final class HookNode: ModelObject<HookNode.Properties> {
+    struct Properties: ModelProperties {
+        var next = ModelArray<HookNode>()
+        var hook = EncodeHook()
+    }
+}
+
+@Suite("A walk whose context changes under it", .serialized)
+struct GraphWalkMutationTests {
+    @Test("Removing a model of the context while the walk writes is refused, never a model written twice")
+    @MainActor func removalDuringWalk() throws {
+        try ModelRegistry.register(HookNode.self)
+        let context = ModelContext()
+        let nodes = (0..<10).map { _ in HookNode.instance(in: context) }
+        // The root reaches every node; each node reaches the last one.
+        nodes[0].next = ModelArray(Array(nodes.dropFirst()))
+        for node in nodes.dropFirst().dropLast() { node.next = ModelArray([nodes[9]]) }
+        var removed = false
+        EncodeHook.hook = {
+            // While the root is written (its references queued): node 1 leaves, and the last
+            // node moves into its place in the context's list.
+            guard !removed else { return }
+            removed = true
+            context.remove(nodes[1])
+        }
+        defer { EncodeHook.hook = nil }
+        #expect(throws: SerializationError.self) { _ = try nodes[0].jsonData() }
+        // Without a change under it, the walk writes each model once (node 1 has left).
+        let copy = try HookNode.instance(fromJSON: nodes[0].jsonData())
+        #expect(copy.next.count == 8)
+    }
+}

@@ -46,6 +46,10 @@ public final class ModelContext {
         /// The ids of the models removed from the context (and not back since), which arrays
         /// leave out of their ``ModelArray/ids``: removal drops a model from every array.
         var removedIds = Set<ModelID>()
+        /// How many times a model left a type list (moving another into its place) or the lists
+        /// were cleared, ever: a walk positioning models by type slot checks it did not change
+        /// while it wrote (see `GraphStreamWriter.writeModels(root:)`).
+        var removals = 0
 
         /// The ids of the models inserted since the last reset (whose inserted generation is
         /// `generation`) and still here. O(n) in the models of the context, and no work at all
@@ -98,6 +102,7 @@ public final class ModelContext {
             } else {
                 return
             }
+            removals &+= 1
             let last = list.models.removeLast()
             if slot < list.models.count {
                 list.models[slot] = last
@@ -551,9 +556,11 @@ public final class ModelContext {
             log.insertedCount = 0
             log.updated = []
             let removedIds = registry.removedIds
+            let removals = registry.removals &+ 1
             registry = Registry()
             registry.log = log
             registry.removedIds = removedIds
+            registry.removals = removals
             return models
         }
         if !indexRegistry.isEmpty { indexRegistry.clear() }

@@ -148,9 +148,19 @@ final class GraphStreamWriter {
             slotContext = context
             slotPositions = TypeSlotPositions()
         }
+        // Type slots move when a model leaves its context's list; a model's `encode(to:)` that
+        // removed one mid-walk could make the walk miss a model it had positioned and write it
+        // twice. No app should do that, so such a walk fails rather than costing a check per
+        // reference.
+        let removals = slotContext?.withRegistry { $0.removals }
         sink.beginArray()
         try enqueue(root)
         try writeQueue()
+        if let slotContext, slotContext.withRegistry({ $0.removals }) != removals {
+            throw SerializationError(
+                .typeMismatch, expected: "a context whose models stay in it while its graph is written",
+                found: "a model removed from the context during the write (by an encode(to:))")
+        }
         sink.endArray()
         try sink.finish()
     }
