@@ -51,6 +51,17 @@ struct KintoServer: Sendable {
 
     static let shared = Task<KintoServer, any Error> { try await start() }
 
+    /// A server of the docs' programs' own, so that their requests do not queue behind the other
+    /// suites' on a busy machine: a docs program keeps the library's default time limit (30 s),
+    /// as an app would, where the tests' services allow minutes. On PostgreSQL, a second Kinto on
+    /// the same database; on memory, another memory server; the environment's server otherwise.
+    static let forDocs = Task<KintoServer, any Error> {
+        let first = try await shared.value
+        if existingURL != nil { return first }
+        if let second = try await first.startSecond() { return second }
+        return try await start()
+    }
+
     /// How long installing and starting may take before the tests fail: a backstop for a hang,
     /// long enough for pip's install on a busy machine (it took 127 s at a load of 20 on 2 cores;
     /// with the PostgreSQL backend's packages, 233 s at a similar load).

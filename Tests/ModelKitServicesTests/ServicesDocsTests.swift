@@ -11,7 +11,7 @@ struct ServicesDocsTests {
         "Every Swift block of the docs that imports ModelKitServices compiles, runs against a real server, and prints what the page says",
         .enabled(if: serviceTestsEnabled, serviceTestsSkipped), arguments: DocPages.programs.filter(\.usesServices))
     func programRuns(_ program: DocProgram) async throws {
-        let server = try await KintoServer.shared.value
+        let server = try await KintoServer.forDocs.value
         let environment = ["KINTO_URL": server.url.absoluteString, "KINTO_USER": server.user, "KINTO_PASSWORD": server.password]
         let outcome = try SnippetCompiler(modules: ["ModelKit", "ModelKitServices", "ModelKitServiceTesting"])
             .build(andRun: program.source, companions: DocProgram.companions, environment: environment)
