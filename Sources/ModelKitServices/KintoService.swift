@@ -124,7 +124,7 @@ public final class KintoService: ModelService {
     ///   call asks the server for it), before any write is sent.
     /// - Complexity: O(*n*) for *n* writes, plus the requests.
     public func perform(_ writes: [RecordWrite]) async throws(ServiceError) -> [RecordWriteResult] {
-        try await perform(writes, dependencies: writes.indices.map { $0 == 0 ? [] : [$0 - 1] })
+        try await perform(writes, after: .inOrder)
     }
 
     /// The size a `/batch` body is kept under where possible (a write larger than it goes alone).

@@ -38,7 +38,7 @@ extension ModelService {
         let results: [RecordWriteResult]
         do {
             if let pipelined = self as? any PipelinedWrites {
-                results = try await pipelined.perform(plan.writes, dependencies: plan.dependencies)
+                results = try await pipelined.perform(plan.writes, after: .dependencies(plan.dependencies))
             } else {
                 results = try await perform(plan.writes)
             }
