@@ -298,8 +298,8 @@ struct SavePipelineTests {
         let before = service.metrics
         try await service.save(root)
         let metrics = service.metrics
-        // Before each request of a collection waited for the one before, this save made 3 to 7
-        // retries of 41 requests on PostgreSQL, and one run in four failed after its attempts.
+        // Before a request waited while one in flight wrote its collection, three runs of this
+        // save on PostgreSQL made 7 and 3 retries, and one failed when a request's attempts ran out.
         #expect(metrics.retries - before.retries == 0)
         #expect(try await Self.stored(service).count == 1_000)
     }

@@ -25,8 +25,9 @@ extension Benchmarks {
     /// server's 4 worker threads.
     static let peerConcurrency = 8
     /// The reference row of `service-save`: the same creates in `/batch` requests whose bodies were
-    /// made before the clock started, as many in flight as ModelKit's save keeps
-    /// (`KintoService.batchesInFlight`, two), so that the server never waits for the next.
+    /// made before the clock started, sent as ModelKit's save sends its requests: as many in
+    /// flight as it keeps (`KintoService.batchesInFlight`, two), none while one in flight writes
+    /// one of its collections.
     /// Its time is the server's own for those writes, about the least any client can take, so it
     /// about bounds the wall-time ratio any client could reach against the per-record peer.
     static let serverFloor = "/batch bodies made beforehand"
@@ -75,40 +76,36 @@ extension Benchmarks {
                 return sample
             }
         }
-        let floor = ServiceSubject(serverFloor) {
-            let bucket = try await server.makeBucket(collections: ["Blog", "Author", "Post"])
-            let client = PeerClient(server: server, bucket: bucket)
-            let records = PeerBlogData(data)
-            let bodies = try client.batchBodies(records, limit: ServiceServer.batchLimit)
-            var answers: [Data] = []
-            let sample = try await timed(models: records.count, metrics: { client.metrics }) {
-                answers = try await client.sendBatches(bodies, inFlight: KintoService.batchesInFlight)
+        // The reference rows: writes made untimed (`prepare` gets the bucket's client), sent as
+        // `/batch` bodies made beforehand, 25 to a request, as the save's pipeline sends them.
+        func floor(_ name: String, prepare: @escaping @Sendable (PeerClient) async throws -> [PeerWrite]) -> ServiceSubject {
+            ServiceSubject(name) {
+                let bucket = try await server.makeBucket(collections: ["Blog", "Author", "Post"])
+                let client = PeerClient(server: server, bucket: bucket)
+                let writes = try await prepare(client)
+                let batches = client.batchBodies(writes, limit: ServiceServer.batchLimit)
+                var answers: [Data] = []
+                let sample = try await timed(models: writes.count, metrics: { client.metrics }) {
+                    answers = try await client.sendBatches(batches)
+                }
+                try PeerClient.checkBatchAnswers(answers, writes: writes.count)
+                try await server.deleteBucket(bucket)
+                return sample
             }
-            try PeerClient.checkBatchAnswers(answers, writes: records.count)
-            try await server.deleteBucket(bucket)
-            return sample
         }
-        let ownFloor = ServiceSubject(serverFloorOwnRecords) {
-            // Untimed: a save into a scratch bucket, whose records are then read back.
+        let peerFloor = floor(serverFloor) { client in try client.blogWrites(PeerBlogData(data)) }
+        let ownFloor = floor(serverFloorOwnRecords) { client in
+            // A save into a scratch bucket, whose records are then read back.
             let scratch = try await server.makeBucket(collections: ["Blog", "Author", "Post"])
             let context = ModelContext()
             try await server.service(bucket: scratch).save(buildModelKitBlog(data, in: context))
-            let bucket = try await server.makeBucket(collections: ["Blog", "Author", "Post"])
-            let client = PeerClient(server: server, bucket: bucket)
             let writes = try await PeerClient.storedWrites(of: scratch, ["Blog", "Author", "Post"], on: server, into: client)
             try await server.deleteBucket(scratch)
             _ = try expect(writes.count, context.count, "records read back")
-            let bodies = client.batchBodies(writes, limit: ServiceServer.batchLimit)
-            var answers: [Data] = []
-            let sample = try await timed(models: writes.count, metrics: { client.metrics }) {
-                answers = try await client.sendBatches(bodies, inFlight: KintoService.batchesInFlight)
-            }
-            try PeerClient.checkBatchAnswers(answers, writes: writes.count)
-            try await server.deleteBucket(bucket)
-            return sample
+            return writes
         }
         return try await measureService(
-            [modelKit, peer(perRecord, concurrency: 1), peer(perRecordConcurrent, concurrency: peerConcurrency), floor, ownFloor],
+            [modelKit, peer(perRecord, concurrency: 1), peer(perRecordConcurrent, concurrency: peerConcurrency), peerFloor, ownFloor],
             n: n, session: &session)
     }
 
@@ -147,7 +144,7 @@ extension Benchmarks {
                 let bucket = try await server.makeBucket(collections: ["Blog", "Author", "Post"])
                 let client = PeerClient(server: server, bucket: bucket)
                 let records = PeerBlogData(data)
-                let answers = try await client.sendBatches(try client.batchBodies(records, limit: ServiceServer.batchLimit))
+                let answers = try await client.sendBatches(client.batchBodies(try client.blogWrites(records), limit: ServiceServer.batchLimit))
                 try PeerClient.checkBatchAnswers(answers, writes: records.count)
                 var fetched: PeerBlogData.Fetched?
                 let sample = try await timed(models: records.count, metrics: { client.metrics }) {

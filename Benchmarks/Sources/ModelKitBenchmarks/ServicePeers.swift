@@ -219,32 +219,32 @@ final class PeerClient: Sendable {
         try await create("Blog", id: blog.blog.id, body: try encoder.encode(Envelope(data: blog.blog)))
     }
 
-    /// The blog's creates as `/batch` bodies of `limit` writes each, made before the clock starts
-    /// for the server-floor row of `service-save`: each record encoded by `JSONEncoder` as the
-    /// per-record peer encodes it, each write a `PUT` with `If-None-Match: *`.
-    func batchBodies(_ blog: PeerBlogData, limit: Int) throws -> [Data] {
+    /// The blog's creates, made before the clock starts for the server-floor row of
+    /// `service-save`: each record encoded by `JSONEncoder` as the per-record peer encodes it.
+    func blogWrites(_ blog: PeerBlogData) throws -> [PeerWrite] {
         let encoder = Self.encoder()
-        var writes: [(path: String, body: Data)] = []
-        for post in blog.posts { writes.append((recordPath("Post", post.id), try encoder.encode(Envelope(data: post)))) }
-        for author in blog.authors { writes.append((recordPath("Author", author.id), try encoder.encode(Envelope(data: author)))) }
-        writes.append((recordPath("Blog", blog.blog.id), try encoder.encode(Envelope(data: blog.blog))))
-        return batchBodies(writes, limit: limit)
+        var writes: [PeerWrite] = []
+        for post in blog.posts { writes.append(PeerWrite(self, "Post", post.id, try encoder.encode(Envelope(data: post)))) }
+        for author in blog.authors { writes.append(PeerWrite(self, "Author", author.id, try encoder.encode(Envelope(data: author)))) }
+        writes.append(PeerWrite(self, "Blog", blog.blog.id, try encoder.encode(Envelope(data: blog.blog))))
+        return writes
     }
 
-    /// `/batch` bodies creating `writes` (each a record path and its `{"data": …}` body), `limit`
-    /// writes to a request, as a save's creates are sent (`PUT` with `If-None-Match: *`).
-    func batchBodies(_ writes: [(path: String, body: Data)], limit: Int) -> [Data] {
+    /// `/batch` bodies creating `writes`, `limit` writes to a request, as a save's creates are
+    /// sent (`PUT` with `If-None-Match: *`), each with the collections it writes.
+    func batchBodies(_ writes: [PeerWrite], limit: Int) -> [PreparedBatch] {
         stride(from: 0, to: writes.count, by: limit).map { start in
+            let part = writes[start..<min(start + limit, writes.count)]
             // Paths are ASCII letters, digits, dashes and slashes: nothing to escape.
             var body = Data(#"{"defaults":{"method":"PUT","headers":{"If-None-Match":"*"}},"requests":["#.utf8)
-            for (offset, write) in writes[start..<min(start + limit, writes.count)].enumerated() {
+            for (offset, write) in part.enumerated() {
                 body.append(contentsOf: Array((offset == 0 ? "" : ",").utf8) + Array(#"{"path":""#.utf8) + Array(write.path.utf8))
                 body.append(contentsOf: Array(#"","body":"#.utf8))
                 body.append(write.body)
                 body.append(UInt8(ascii: "}"))
             }
             body.append(contentsOf: Array("]}".utf8))
-            return body
+            return PreparedBatch(body: body, collections: Set(part.map(\.collection)))
         }
     }
 
@@ -252,10 +252,10 @@ final class PeerClient: Sendable {
     /// client's bucket, in the order the server wrote them (by `last_modified`): the writes of the
     /// floor row that sends ModelKit's own records.
     static func storedWrites(of bucket: String, _ collections: [String], on server: ServiceServer, into client: PeerClient)
-        async throws -> [(path: String, body: Data)]
+        async throws -> [PeerWrite]
     {
         let limit = 10_000
-        var records: [(modified: Int64, path: String, body: Data)] = []
+        var records: [(modified: Int64, write: PeerWrite)] = []
         for collection in collections {
             let (status, data) = try await server.request(
                 "GET", "/buckets/\(bucket)/collections/\(collection)/records?_sort=last_modified&_limit=\(limit)")
@@ -269,37 +269,62 @@ final class PeerClient: Sendable {
                 fields["id"] = nil
                 fields["last_modified"] = nil
                 let body = ModelValue.object(ModelValue.Object([("data", .object(fields))])).jsonData()
-                records.append((modified, client.recordPath(collection, id), body))
+                records.append((modified, PeerWrite(client, collection, id, body)))
             }
         }
-        return records.sorted { $0.modified < $1.modified }.map { ($0.path, $0.body) }
+        return records.sorted { $0.modified < $1.modified }.map(\.write)
     }
 
-    /// Sends `/batch` bodies, `inFlight` at once (two by default, so that the server always has
-    /// the next one waiting), and returns the answers unread (checked after the clock stops, by
-    /// ``checkBatchAnswers(_:writes:)``). A batch with a write refused with 409 (Kinto rolled it
-    /// back) is sent again after the server's `Retry-After`, as a careful app would; its creates
-    /// that were done after the 409 then answer 412, which the check accepts.
-    func sendBatches(_ bodies: [Data], inFlight: Int = 2) async throws -> [Data] {
-        let answers = Mutex<[Int: Data]>([:])
-        let url = URL(string: "\(baseURL)/batch")!
-        let refused = Data(#""status":409"#.utf8)
-        try await inParallel(bodies.count, inFlight) { index in
-            var request = URLRequest(url: url)
-            request.httpMethod = "POST"
-            request.httpBody = bodies[index]
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            var answer = try await self.send(request, expecting: [200]).0
-            var attempts = 1
-            while answer.range(of: refused) != nil, attempts < 10 {
-                self.retries.add(1, ordering: .relaxed)
-                try await Task.sleep(for: .seconds(3))  // Kinto's Retry-After on a 409
-                answer = try await self.send(request, expecting: [200]).0
-                attempts += 1
+    /// Sends `/batch` bodies in order, `inFlight` at once (by default as many as a save keeps,
+    /// so that the server always has the next one waiting), and returns the answers unread
+    /// (checked after the clock stops, by ``checkBatchAnswers(_:writes:)``). As in a save's
+    /// pipeline, a batch waits while one in flight writes one of its collections (see
+    /// `KintoService.batchesInFlight`: Kinto on PostgreSQL refuses one of two such batches). A
+    /// batch with a write refused with 409 (Kinto rolled it back) is sent again after the
+    /// server's `Retry-After`, as a careful app would; its creates that were done after the 409
+    /// then answer 412, which the check accepts.
+    func sendBatches(_ batches: [PreparedBatch], inFlight: Int = KintoService.batchesInFlight) async throws -> [Data] {
+        var answers = [Data?](repeating: nil, count: batches.count)
+        try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+            var running = 0
+            var busy: [String: Int] = [:]
+            func take(_ answer: (Int, Data)) {
+                answers[answer.0] = answer.1
+                running -= 1
+                for collection in batches[answer.0].collections { busy[collection, default: 1] -= 1 }
+                busy = busy.filter { $0.value > 0 }
             }
-            answers.withLock { $0[index] = answer }
+            for index in batches.indices {
+                while running >= inFlight || batches[index].collections.contains(where: { busy[$0] != nil }) {
+                    guard let answer = try await group.next() else { break }
+                    take(answer)
+                }
+                let body = batches[index].body
+                group.addTask { (index, try await self.sendBatch(body)) }
+                running += 1
+                for collection in batches[index].collections { busy[collection, default: 0] += 1 }
+            }
+            while let answer = try await group.next() { take(answer) }
         }
-        return answers.withLock { all in bodies.indices.compactMap { all[$0] } }
+        return answers.compactMap { $0 }
+    }
+
+    /// Sends one `/batch` body, again after Kinto's `Retry-After` while a write is refused.
+    private func sendBatch(_ body: Data) async throws -> Data {
+        var request = URLRequest(url: URL(string: "\(baseURL)/batch")!)
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let refused = Data(#""status":409"#.utf8)
+        var answer = try await send(request, expecting: [200]).0
+        var attempts = 1
+        while answer.range(of: refused) != nil, attempts < 10 {
+            retries.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .seconds(3))  // Kinto's Retry-After on a 409
+            answer = try await send(request, expecting: [200]).0
+            attempts += 1
+        }
+        return answer
     }
 
     /// Checks that the answers of ``sendBatches(_:)`` report `writes` creates, each a 201.
@@ -317,8 +342,10 @@ final class PeerClient: Sendable {
     }
 
     /// `/batch` bodies creating `count` items (`PeerItem`s, of `limit` writes each), made before
-    /// the clock starts, for the floor row of `service-concurrent`.
-    func itemBatchBodies(count: Int, limit: Int) throws -> [Data] {
+    /// the clock starts, for the floor row of `service-concurrent`. Each stands for another
+    /// client's save, so none waits for another's collections (their collisions are what the
+    /// row measures).
+    func itemBatchBodies(count: Int, limit: Int) throws -> [PreparedBatch] {
         let encoder = Self.encoder()
         return try stride(from: 0, to: count, by: limit).map { start in
             var body = Data(#"{"defaults":{"method":"PUT","headers":{"If-None-Match":"*"}},"requests":["#.utf8)
@@ -330,7 +357,7 @@ final class PeerClient: Sendable {
                 body.append(UInt8(ascii: "}"))
             }
             body.append(contentsOf: Array("]}".utf8))
-            return body
+            return PreparedBatch(body: body, collections: [])
         }
     }
 
@@ -410,4 +437,25 @@ func inParallel(_ count: Int, _ width: Int, _ body: @escaping @Sendable (Int) as
             }
         }
     }
+}
+
+/// A create made before the clock starts: its collection, its record's path, and its
+/// `{"data": …}` body.
+struct PeerWrite: Sendable {
+    var collection: String
+    var path: String
+    var body: Data
+
+    init(_ client: PeerClient, _ collection: String, _ id: String, _ body: Data) {
+        self.collection = collection
+        path = client.recordPath(collection, id)
+        self.body = body
+    }
+}
+
+/// A `/batch` body made before the clock starts, with the collections its writes go to.
+struct PreparedBatch: Sendable {
+    var body: Data
+    /// A batch waits while one in flight writes one of these (none for another client's save).
+    var collections: Set<String>
 }
