@@ -32,9 +32,13 @@ extension GraphStreamWriter {
     /// - Complexity: O(1) without a removal; O(*n*) in the models queued once, with one.
     @discardableResult
     func dropSlotsIfMoved() -> Bool {
-        guard let slots = slotPositions, let context = slotContext, context.removalCount != slotRemovals else { return false }
-        let contextIdentity = slotContextIdentity
-        retiredSlots = slots
+        guard let contextIdentity = slotContextIdentity, unretainedSlots != nil else { return false }
+        // Read without retaining the context (`slotContext` keeps it alive): a context is
+        // weakly referenced, which makes each retain and release slow.
+        let context = Unmanaged<ModelContext>.fromOpaque(
+            UnsafeRawPointer(bitPattern: UInt(bitPattern: contextIdentity)).unsafelyUnwrapped)
+        guard context._withUnsafeGuaranteedRef({ $0.removalCount }) != slotRemovals else { return false }
+        retiredSlots = slotPositions
         slotContext = nil
         slotPositions = nil
         looksUpQueuedTargets = true

@@ -263,7 +263,7 @@ final class GraphStreamWriter {
         }
         // (Models outside the context come here, and models that are not at their slot in the
         // kept list: one that moved, because a model left the context, must be found by id.)
-        if slotPositions != nil { dropSlotsIfMoved() }
+        if unretainedSlots != nil { dropSlotsIfMoved() }
         if slotPositions != nil, let twin = slottedPosition(of: id) {
             try checkSameInstance(model, id: id, as: twin, next: next)
             return twin
