@@ -53,21 +53,6 @@ func queryService(pageSize: Int = 1_000) async throws -> KintoService {
         url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(120), pageSize: pageSize)
 }
 
-/// Runs `query` locally (in its own context) and remotely into a fresh context, and returns both
-/// answers as object ids.
-func bothWays(
-    _ query: Query<Sample>, _ service: KintoService, isolation: isolated (any Actor)? = #isolation
-) async throws -> (local: [String], remote: [String]) {
-    var local = try query.results()
-    if query.outline.sortKeys.isEmpty, query.outline.limit == nil, query.outline.offset == 0 {
-        // Locally, an unordered query lists matches as the context holds them; remotely, by id.
-        local.sort { $0.modelId < $1.modelId }
-    }
-    let fresh = ModelContext()
-    let remote = try await service.fetch(query.running(in: fresh)).map { $0.objectId ?? "?" }
-    return (local.map { $0.objectId ?? "?" }, remote)
-}
-
 @Suite("Queries on a real Kinto server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
 struct RemoteQueryTests {
     /// Twelve samples with known values, saved.

@@ -127,27 +127,134 @@ final class HookNode: ModelObject<HookNode.Properties> {
 }
 
 @Suite("A walk whose context changes under it", .serialized)
-struct GraphWalkMutationTests {
-    @Test("Removing a model of the context while the walk writes is refused, never a model written twice")
-    @MainActor func removalDuringWalk() throws {
+@MainActor struct GraphWalkMutationTests {
+    /// `count` nodes in `context`: each reaches the next (so the root, node 0, reaches them
+    /// all), two others at random and the last one, which a removal moves into the removed
+    /// model's slot in the context's list.
+    func makeNodes(_ count: Int, seed: UInt64, in context: ModelContext) -> [HookNode] {
+        var random = SplitMix64(seed: seed)
+        let nodes = (0..<count).map { _ in HookNode.instance(in: context) }
+        for (index, node) in nodes.enumerated() {
+            var next = [nodes[(index + 1) % count]]
+            next += (0..<2).map { _ in nodes[Int.random(in: 0..<count, using: &random)] }
+            next.append(nodes[count - 1])
+            node.next = ModelArray(next)
+        }
+        return nodes
+    }
+
+    /// `root`'s graph as JSON text (what `jsonData()` writes), with the node whose id is
+    /// `removedId` removed from `root`'s context while the walk writes the `step`th node (its hook
+    /// runs after its references are written); by the walk by id alone (the look-up) when
+    /// `byId`. Also whether the walk stopped positioning models by type slot.
+    func walk(_ root: HookNode, removing removedId: ModelID, atStep step: Int, byId: Bool = false) throws
+        -> (text: Data, droppedSlots: Bool)
+    {
+        let context = try #require(root.modelContext)
+        var steps = 0
+        EncodeHook.hook = {
+            steps += 1
+            guard steps == step, let removed = context.model(HookNode.self, modelId: removedId) else { return }
+            context.remove(removed)
+        }
+        defer { EncodeHook.hook = nil }
+        #expect(context.removalCount == 0)
+        defer { #expect(context.removalCount == 1, "the hook ran \(steps) times, not \(step)") }
+        let buffer = OutputBuffer(descriptor: nil)
+        let writer = GraphStreamWriter(sink: JSONSink(buffer: buffer))
+        writer.looksUpQueuedTargets = byId
+        try writer.writeModels(root: root)
+        return (buffer.takeData(), writer.retiredSlots != nil)
+    }
+
+    /// Checks that `text`, a graph's array form, holds models each once (`count` of them, when
+    /// given), and that every pointer in a node's `next` is to one of them; returns their ids.
+    @discardableResult
+    func expectWholeGraph(_ text: Data, count: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> [String]
+    {
+        guard case .array(let models) = try ModelValue(json: text) else {
+            Issue.record("expected the array form", sourceLocation: sourceLocation)
+            return []
+        }
+        let ids = models.compactMap { $0["modelId"]?.stringValue }
+        if let count { #expect(ids.count == count, sourceLocation: sourceLocation) }
+        #expect(Set(ids).count == ids.count, "each model once", sourceLocation: sourceLocation)
+        let known = Set(ids)
+        var pointers = 0
+        for model in models {
+            guard case .array(let next)? = model["properties"]?["next"] else { continue }
+            for pointer in next {
+                pointers += 1
+                let id = pointer["modelId"]?.stringValue ?? "none"
+                #expect(known.contains(id), "a pointer to \(id), which is not written", sourceLocation: sourceLocation)
+            }
+        }
+        #expect(pointers > 0, sourceLocation: sourceLocation)
+        return ids
+    }
+
+    @Test("A model removed from the context while the root is written leaves each model written once, all pointers resolving")
+    func removalWhileRootIsWritten() throws {
         try ModelRegistry.register(HookNode.self)
         let context = ModelContext()
         let nodes = (0..<10).map { _ in HookNode.instance(in: context) }
         // The root reaches every node; each node reaches the last one.
         nodes[0].next = ModelArray(Array(nodes.dropFirst()))
         for node in nodes.dropFirst().dropLast() { node.next = ModelArray([nodes[9]]) }
-        var removed = false
-        EncodeHook.hook = {
-            // While the root is written (its references queued): node 1 leaves, and the last
-            // node moves into its place in the context's list.
-            guard !removed else { return }
-            removed = true
-            context.remove(nodes[1])
-        }
-        defer { EncodeHook.hook = nil }
-        #expect(throws: SerializationError.self) { _ = try nodes[0].jsonData() }
+        // While the root is written (its references queued): node 1 leaves, and the last node
+        // moves into its place in the context's list, where node 1's position is.
+        let (text, dropped) = try walk(nodes[0], removing: nodes[1].modelId, atStep: 1)
+        #expect(dropped, "node 9 moved, and was reached again: the walk went on by id")
+        let ids = try expectWholeGraph(text, count: 10)
+        #expect(Set(ids) == Set(nodes.map(\.modelId.description)))
+        // Loaded back: the root's nine targets and the last node, which eight of them share.
+        let loaded = ModelContext()
+        let copy = try HookNode.instance(fromJSON: text, in: loaded)
+        let targets = Array(copy.next)
+        #expect(targets.map(\.modelId) == nodes.dropFirst().map(\.modelId))
+        let last = try #require(targets.last)
+        for node in targets.dropLast() { #expect(Array(node.next).first === last) }
         // Without a change under it, the walk writes each model once (node 1 has left).
-        let copy = try HookNode.instance(fromJSON: nodes[0].jsonData())
-        #expect(copy.next.count == 8)
+        let again = try HookNode.instance(fromJSON: nodes[0].jsonData())
+        #expect(again.next.count == 8)
+    }
+
+    @Test(
+        "A removal early, midway or late in a walk over pages of slots gives what the walk by id gives, each model once",
+        arguments: [1, 2, 3, 700, 1_300, 2_498, 2_499, 2_500])
+    func removalAtEveryStage(step: Int) throws {
+        try ModelRegistry.register(HookNode.self)
+        // More than two pages (1,024 slots each) of nodes; a twin context holds the same models
+        // (the same ids), and the walk by id, which no slot can mislead, writes the twin. The
+        // node that leaves: node 1 (queued by the first node written) or node 1,500 (on the
+        // second page); the last node moves into its slot.
+        let count = 2_500
+        var dropped = 0
+        for removedIndex in [1, 1_500] {
+            let context = ModelContext()
+            let nodes = makeNodes(count, seed: 0x30_2026 &+ UInt64(step), in: context)
+            let twin = ModelContext()
+            try twin.load(context.data(format: .json))
+            let twinRoot = try #require(twin.model(HookNode.self, modelId: nodes[0].modelId))
+            let removed = nodes[removedIndex].modelId
+            let (walked, droppedSlots) = try walk(nodes[0], removing: removed, atStep: step)
+            let byId = try walk(twinRoot, removing: removed, atStep: step, byId: true).text
+            if droppedSlots { dropped += 1 }
+            // (A node that left before the walk reached it is not written, nor are the nodes
+            // reached only through it.)
+            let ids = try expectWholeGraph(walked)
+            #expect(ids.count > count / 2)
+            #expect(walked == byId, "node \(removedIndex) removed: \(walked.count) bytes against \(byId.count)")
+            #expect(context.model(HookNode.self, modelId: removed) == nil)
+            // Walked again, after the removal: by slot, as the look-up writes it.
+            let lookUp = GraphStreamWriter(sink: JSONSink(buffer: OutputBuffer(descriptor: nil)))
+            lookUp.looksUpQueuedTargets = true
+            try lookUp.writeModels(root: nodes[0])
+            #expect(try nodes[0].jsonData() == lookUp.sink.buffer.takeData())
+        }
+        // The last node moved into the removed one's slot; when it was reached after that (all
+        // but the last steps), the walk noticed and went on by id.
+        if step < count - 1 { #expect(dropped == 2) }
     }
 }

@@ -47,8 +47,8 @@ public final class ModelContext {
         /// leave out of their ``ModelArray/ids``: removal drops a model from every array.
         var removedIds = Set<ModelID>()
         /// How many times a model left a type list (moving another into its place) or the lists
-        /// were cleared, ever: a walk positioning models by type slot checks it did not change
-        /// while it wrote (see `GraphStreamWriter.writeModels(root:)`).
+        /// were cleared, ever: a walk positioning models by type slot stops trusting the slots
+        /// once it changed (see `GraphStreamWriter.dropSlotsIfMoved()`).
         var removals = 0
 
         /// The ids of the models inserted since the last reset (whose inserted generation is
@@ -185,6 +185,11 @@ public final class ModelContext {
     deinit {
         for list in registry.byType.values { (list as? any DetachableList)?.detachAll() }
     }
+
+    /// How many times a model left one of the context's type lists, or the lists were cleared
+    /// (see `Registry.removals`): read without going through ``withRegistry(_:)``, which may tell
+    /// observers, since a graph walk reads it while it writes. O(1).
+    var removalCount: Int { registry.removals }
 
     /// Runs `body` on the context's tables.
     ///

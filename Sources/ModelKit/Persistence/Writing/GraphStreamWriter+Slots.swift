@@ -6,7 +6,48 @@ extension GraphStreamWriter {
     /// The position the walk gave the model with `id`, if it gave it one: by id, or by type slot
     /// for a model of ``slotContext``.
     func position(of id: ModelID) -> Int? {
-        positions.index(of: id) ?? (slotPositions == nil ? nil : slottedPosition(of: id))
+        if let known = positions.index(of: id) { return known }
+        guard slotPositions != nil else { return nil }
+        if dropSlotsIfMoved() { return positions.index(of: id) }
+        return slottedPosition(of: id)
+    }
+
+    /// Stops positioning models by type slot, when a model has left ``slotContext``'s lists
+    /// since the walk began: removing one moves the last model of its list into its slot, so a
+    /// slot no longer says which model a position belongs to. Every position the walk gave by
+    /// slot goes into its table by id (the path of models outside the context), and the walk
+    /// goes on by id alone, so that each model is still written once. Returns whether it did.
+    ///
+    /// Until then the slots are right for every model still at its slot in the kept list (the
+    /// pages are indexed by that list, which does not change), and a reference to a model that
+    /// left reads nil, as it does by id: so this is called only where a model that moved
+    /// could mislead the walk, a model of the context not at its slot in the kept list and a
+    /// position asked by id. There, a walk whose models stay put pays one integer compare;
+    /// on the path of a model at its slot, nothing.
+    ///
+    /// From then on every reference to a queued model is looked up in its owner's context
+    /// (``looksUpQueuedTargets``): a queued model may have left it, and its references then
+    /// read nil, as before the switch.
+    ///
+    /// - Complexity: O(1) without a removal; O(*n*) in the models queued once, with one.
+    @discardableResult
+    func dropSlotsIfMoved() -> Bool {
+        guard let contextIdentity = slotContextIdentity, unretainedSlots != nil else { return false }
+        // Read without retaining the context (`slotContext` keeps it alive): a context is
+        // weakly referenced, which makes each retain and release slow.
+        let context = Unmanaged<ModelContext>.fromOpaque(
+            UnsafeRawPointer(bitPattern: UInt(bitPattern: contextIdentity)).unsafelyUnwrapped)
+        guard context._withUnsafeGuaranteedRef({ $0.removalCount }) != slotRemovals else { return false }
+        retiredSlots = slotPositions
+        slotContext = nil
+        slotPositions = nil
+        looksUpQueuedTargets = true
+        positions.reserveCapacity(Swift.max(2 * (queueBase + queued.count), Swift.min(8 * queued.count, expectedModels)))
+        for offset in queued.indices where queued[offset].context == contextIdentity {
+            // (Its id, read from the model: a model positioned by id is there already.)
+            positions.insert(queued[offset].model.modelId, index: queueBase + offset)
+        }
+        return true
     }
 
     /// Writes the pointer for the reference at `reference` when the owner is in ``slotContext``

@@ -42,8 +42,18 @@ final class GraphStreamWriter {
     }
     @exclusivity(unchecked) private(set) var slotContextIdentity: ObjectIdentifier?
     @exclusivity(unchecked) var slotPositions: TypeSlotPositions? {
-        didSet { unretainedSlots = slotPositions.map(Unmanaged.passUnretained) }
+        didSet {
+            unretainedSlots = slotPositions.map(Unmanaged.passUnretained)
+            ownerUsesSlots = slotPositions != nil && ownerContextIdentity != nil && ownerContextIdentity == slotContextIdentity
+        }
     }
+    /// `slotContext`'s ``ModelContext/removalCount`` when the walk began: while it holds, every
+    /// model has the type slot it had when its class's list was kept.
+    @exclusivity(unchecked) var slotRemovals = 0
+    /// The positions by type slot after the walk stopped using them (a model left the context
+    /// mid-walk): kept because their copies of the context's lists keep the models they
+    /// positioned alive until the walk ends.
+    @exclusivity(unchecked) var retiredSlots: TypeSlotPositions?
     /// `slotPositions`, read for every reference without retaining it.
     @exclusivity(unchecked) private(set) var unretainedSlots: Unmanaged<TypeSlotPositions>?
     /// Whether the model being written is in `slotContext`: then its references' targets found
@@ -148,19 +158,13 @@ final class GraphStreamWriter {
             slotContext = context
             slotPositions = TypeSlotPositions()
         }
-        // Type slots move when a model leaves its context's list; a model's `encode(to:)` that
-        // removed one mid-walk could make the walk miss a model it had positioned and write it
-        // twice. No app should do that, so such a walk fails rather than costing a check per
-        // reference.
-        let removals = slotContext?.withRegistry { $0.removals }
+        // Type slots move when a model leaves its context's list (a value's `encode(to:)` may
+        // remove one mid-walk): the walk notes the count of removals, and the first look-up
+        // that a moved slot could mislead checks it (see `dropSlotsIfMoved()`).
+        slotRemovals = slotContext?.removalCount ?? 0
         sink.beginArray()
         try enqueue(root)
         try writeQueue()
-        if let slotContext, slotContext.withRegistry({ $0.removals }) != removals {
-            throw SerializationError(
-                .typeMismatch, expected: "a context whose models stay in it while its graph is written",
-                found: "a model removed from the context during the write (by an encode(to:))")
-        }
         sink.endArray()
         try sink.finish()
     }
@@ -257,6 +261,9 @@ final class GraphStreamWriter {
                 }
             }
         }
+        // (Models outside the context come here, and models that are not at their slot in the
+        // kept list: one that moved, because a model left the context, must be found by id.)
+        if unretainedSlots != nil { dropSlotsIfMoved() }
         if slotPositions != nil, let twin = slottedPosition(of: id) {
             try checkSameInstance(model, id: id, as: twin, next: next)
             return twin
@@ -386,12 +393,15 @@ final class GraphStreamWriter {
         swap(&source.objectIds, &target.objectIds)
         target.queueBase = source.queueBase
         target.expectedModels = source.expectedModels
-        target.slotPositions = source.slotPositions
         target.slotContext = source.slotContext
+        target.slotPositions = source.slotPositions
+        target.slotRemovals = source.slotRemovals
+        target.retiredSlots = source.retiredSlots
         target.writtenContext = source.writtenContext
         target.ownerContext = source.ownerContext
         target.ownerHeld = source.ownerHeld
         target.followsReferences = source.followsReferences
+        target.looksUpQueuedTargets = source.looksUpQueuedTargets
         target.boundary = source.boundary
         target.sawReference = target.sawReference || source.sawReference
     }
