@@ -96,6 +96,7 @@ extension LiveResults {
     ///
     /// - Complexity: O(n + k log n) for n results and k changed models.
     private func replace(_ changed: [ObjectIdentifier: M]) throws(QueryError) {
+        walkedBatches += 1
         let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
         // Out: the rest keep their order, the changed ones leave from `removed` (ascending).
         var kept: [M] = []

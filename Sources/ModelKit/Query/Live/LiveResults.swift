@@ -41,6 +41,9 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     private var version = 0
     /// What the context's open batch changed, placed at its end (see LiveResults+Batch.swift).
     var pending: LiveBatch<M>?
+    /// How many batch ends placed their models by walking all the results, not by search (see
+    /// LiveResults+Batch.swift): tests check which way a batch went.
+    var walkedBatches = 0
 
     /// The error of the last update that could not place a model, or `nil`. A model whose filter
     /// or sort value can't be read counts as not matching.
