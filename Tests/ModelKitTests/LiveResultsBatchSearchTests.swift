@@ -16,6 +16,7 @@ import Testing
     init(_ query: Query<LiveWriter>) throws {
         self.query = query
         live = try query.live()
+        live.searchCostFactor = 0  // always search: the results here are small
         shown = Array(live)
         token = live.observe { [unowned self] results, change in
             changes.append(change)
@@ -154,6 +155,22 @@ import Testing
         try all[1].endChanges()
         #expect(try checked.equalsRerun())
         #expect(checked.ids == ["w2", "w1", "w3", "w4", "w5", "w0"])
+    }
+
+    @Test("With the default cost, a batch that changes most of the results walks them, and one that changes a few of many searches")
+    func walkOrSearchByCost() throws {
+        let (context, all) = writers(1_000)
+        let live = try LiveWriter.query(in: context).sorted(by: \.age).live()
+        context.batchChanges {
+            for writer in all.prefix(500) { writer.age += 5 }
+        }
+        #expect(live.walkedBatches == 1)
+        context.batchChanges {
+            all[0].age = 5_000
+            all[999].age = -1
+        }
+        #expect(live.walkedBatches == 1)
+        #expect(try live.map(ObjectIdentifier.init) == LiveWriter.query(in: context).sorted(by: \.age).results().map(ObjectIdentifier.init))
     }
 
     @Test("Random batches of edits, insertions and removals over random queries are placed by search and equal a re-run")

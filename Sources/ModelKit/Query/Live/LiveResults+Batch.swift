@@ -84,7 +84,11 @@ extension LiveResults {
             rerun(modified: Set(batch.models.keys))
         } else if !batch.models.isEmpty {
             do {
-                if try !replaceBySearch(batch.models) { try replace(batch.models.mapValues(\.model)) }
+                // A search costs about 2 log n comparisons a model, each several times a step
+                // of the walk (a set lookup): past about n / (8 log n) models, walking is less.
+                let cost = batch.models.count * (Int.bitWidth - matches.count.leadingZeroBitCount) * searchCostFactor
+                let searched = cost <= matches.count ? try replaceBySearch(batch.models) : false
+                if !searched { try replace(batch.models.mapValues(\.model)) }
             } catch {
                 lastError = error
             }

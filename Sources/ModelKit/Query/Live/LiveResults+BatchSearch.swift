@@ -74,17 +74,17 @@ extension LiveResults {
             entry.model.storage.values = entry.values
         }
         defer { for (entry, values) in zip(placedBy, current) { entry.model.storage.values = values } }
-        var positions: [(index: Int, model: M)] = []
-        positions.reserveCapacity(placedBy.count)
+        // Positions with the entry of `placedBy` found there: pairs of integers sort without
+        // the generic value witnesses a tuple holding a model would need.
+        var found: [(index: Int, entry: Int)] = []
+        found.reserveCapacity(placedBy.count)
         try query.guarded {
-            for entry in placedBy {
-                let found = try order.position(of: order.probe(entry.model), in: matches)
-                if found < matches.count && matches[found] === entry.model {
-                    positions.append((found, entry.model))
-                }
+            for (slot, entry) in placedBy.enumerated() {
+                let index = try order.position(of: order.probe(entry.model), in: matches)
+                if index < matches.count && matches[index] === entry.model { found.append((index, slot)) }
             }
         }
-        positions.sort { $0.index < $1.index }
-        return positions
+        found.sort { $0.index < $1.index }
+        return found.map { ($0.index, placedBy[$0.entry].model) }
     }
 }
