@@ -25,10 +25,10 @@ final class LiveBatch<M: Model> {
     enum Placed {
         /// Not in the results: the batch inserted it.
         case absent
-        /// Where these values put it (an update's values before it; a removal's values then).
-        case by(M.Properties)
-        /// Unknown: placing the batch walks the results.
-        case unknown
+        /// Where these values put it (an update's values before it; a removal's values then),
+        /// kept as the event gave them: cast only if the batch's end searches (a cast from
+        /// `Any` per event showed in a batch's time).
+        case by(Any?)
     }
     /// The models of the results' type that events were about, with where the results held
     /// each one before its first event.
@@ -59,7 +59,7 @@ extension LiveResults {
         // A model written in the batch reports that (an update) before its removal, so a
         // removal that comes first finds the values the model was placed by.
         case .removed: placed = .by(model.withReportedValues { model.storage.values })
-        case .updated: placed = (before as? M.Properties).map { .by($0) } ?? .unknown
+        case .updated: placed = .by(before)
         }
         batch.models[id] = (model, placed)
     }

@@ -22,8 +22,9 @@ extension LiveResults {
             guard !entry.model.isInOpenBatch else { return false }
             switch entry.placed {
             case .absent: break
-            case .by(let values): placedBy.append((entry.model, values))
-            case .unknown: return false
+            case .by(let values):
+                guard let values = values as? M.Properties else { return false }
+                placedBy.append((entry.model, values))
             }
         }
         let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
