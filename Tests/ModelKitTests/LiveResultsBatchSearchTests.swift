@@ -66,7 +66,8 @@ import Testing
     @Test("Models leaving and entering the filter, one edited twice, one inserted and removed, one edited then removed")
     func leavingEnteringTwiceInsertedRemoved() throws {
         let (context, all) = writers(12)
-        let checked = try Checked(LiveWriter.query(in: context).where(\.age, .between(20, 80)).sorted(by: \.age, ascending: false))
+        let checked = try Checked(
+            LiveWriter.query(in: context).where(\.age, .between(20, 80)).sorted(by: \.age, ascending: false))
         context.batchChanges {
             all[2].age = 500  // leaves
             all[10].age = 45  // enters
@@ -136,7 +137,9 @@ import Testing
         #expect(checked.live.walkedBatches == 0)
     }
 
-    @Test("A changed model in an open batch of its own at the context batch's end makes the end walk the results, with the right results")
+    @Test(
+        "A changed model in an open batch of its own at the context batch's end makes the end walk the results, with the right results"
+    )
     func ownBatchFallsBackToTheWalk() throws {
         let (context, all) = writers(6)
         let checked = try Checked(LiveWriter.query(in: context).sorted(by: \.age))
@@ -157,7 +160,8 @@ import Testing
         #expect(checked.ids == ["w2", "w1", "w3", "w4", "w5", "w0"])
     }
 
-    @Test("With the default cost, a batch that changes most of the results walks them, and one that changes a few of many searches")
+    @Test(
+        "With the default cost, a batch that changes most of the results walks them, and one that changes a few of many searches")
     func walkOrSearchByCost() throws {
         let (context, all) = writers(1_000)
         let live = try LiveWriter.query(in: context).sorted(by: \.age).live()
@@ -170,7 +174,9 @@ import Testing
             all[999].age = -1
         }
         #expect(live.walkedBatches == 1)
-        #expect(try live.map(ObjectIdentifier.init) == LiveWriter.query(in: context).sorted(by: \.age).results().map(ObjectIdentifier.init))
+        #expect(
+            try live.map(ObjectIdentifier.init)
+                == LiveWriter.query(in: context).sorted(by: \.age).results().map(ObjectIdentifier.init))
     }
 
     @Test("Random batches of edits, insertions and removals over random queries are placed by search and equal a re-run")
