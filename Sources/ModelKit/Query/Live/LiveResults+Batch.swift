@@ -13,9 +13,10 @@ import Foundation
 // get their values back, and the ones that match now go in, in order, each by binary search
 // (O(k log n) comparisons for k models, and moving at most a chunk's pointers per model). The
 // change set comes from the positions before and after; no comparison of whole result arrays.
-// Should a model's old values be unknown (an event of a kind that doesn't carry them, or a
-// model in an open batch of its own, whose entry is read by other values), the batch falls
-// back to one walk of the results (O(n + k log n)). Only a filter or order that reads other
+// When k models' searches would cost more than one walk of the results (about k * 8 log n > n),
+// or a changed model is still in an open batch of its own (its entry is read by that batch's
+// start, not by the values its event carried), the batch walks the results once instead
+// (O(n + k log n)). Only a filter or order that reads other
 // models runs the query again, once a batch.
 
 /// What a live result set collected during its context's open batch. A class: it is added to
