@@ -2,38 +2,58 @@ import Foundation
 
 /// The indexes of one context, by model type. Like the context, used by one isolation domain.
 final class IndexRegistry {
-    private var indexes: [ObjectIdentifier: [AnyObject]] = [:]
+    /// Each type's indexes, in a list typed for it: reading them back is a pointer cast, where
+    /// casting each index from `AnyObject` to `any MaintainedIndex<M>` would be a dynamic cast
+    /// to a parameterized existential on every write of an indexed model (which showed in the
+    /// writes of a batch).
+    private var lists: [ObjectIdentifier: AnyIndexList] = [:]
 
-    var isEmpty: Bool { indexes.isEmpty }
+    var isEmpty: Bool { lists.isEmpty }
 
-    func add<M: Model>(_ index: any MaintainedIndex<M>) {
-        indexes[ObjectIdentifier(M.self), default: []].append(index)
+    func add<M: Model>(_ index: any MaintainedIndex<M> & ClearableIndex) {
+        let key = ObjectIdentifier(M.self)
+        let list = lists[key].map { unsafeDowncast($0, to: IndexList<M>.self) } ?? IndexList<M>()
+        list.indexes.append(index)
+        list.clearables.append(index)
+        lists[key] = list
         // Models that write quietly must tell the index about their next write.
         ChangeEpoch.advance()
     }
 
     func removeAll<M: Model>(of type: M.Type) {
-        indexes[ObjectIdentifier(M.self)] = nil
+        lists[ObjectIdentifier(M.self)] = nil
     }
 
     /// Runs `body` on the indexes of `M`.
     func withIndexes<M: Model, Result>(of type: M.Type, _ body: ([any MaintainedIndex<M>]) throws -> Result) rethrows
         -> Result
     {
-        let list = (indexes[ObjectIdentifier(M.self)] ?? []).map { $0 as! any MaintainedIndex<M> }
-        return try body(list)
+        // Only `add` stores a list under `M`'s key, and it stores an `IndexList<M>`.
+        guard let list = lists[ObjectIdentifier(M.self)] else { return try body([]) }
+        return try body(unsafeDowncast(list, to: IndexList<M>.self).indexes)
     }
 
     func forEach<M: Model>(of type: M.Type, _ body: (any MaintainedIndex<M>) -> Void) {
-        guard !isEmpty else { return }
-        withIndexes(of: M.self) { $0.forEach(body) }
+        guard !isEmpty, let list = lists[ObjectIdentifier(M.self)] else { return }
+        for index in unsafeDowncast(list, to: IndexList<M>.self).indexes { body(index) }
     }
 
     func clear() {
-        for list in indexes.values {
-            for index in list { (index as? any ClearableIndex)?.clearAll() }
+        for list in lists.values {
+            for index in list.clearables { index.clearAll() }
         }
     }
+}
+
+/// The indexes of one model type, whatever the type.
+class AnyIndexList {
+    /// The same indexes as the typed list's, to clear them.
+    var clearables: [any ClearableIndex] = []
+}
+
+/// The indexes of the model type `M`.
+final class IndexList<M: Model>: AnyIndexList {
+    var indexes: [any MaintainedIndex<M>] = []
 }
 
 /// Forgets every entry (the context was cleared).

@@ -85,7 +85,7 @@ final class LiveOrder<M: Model> {
     func position(of probe: Probe, in models: OrderedModels<M>) throws -> Int {
         evaluator.forget()
         return try models.partitioningIndex { entry in
-            try entry.withReportedValues { try compare(probe, entry) } != .orderedDescending
+            try compareReported(probe, entry) != .orderedDescending
         }
     }
 
@@ -111,13 +111,20 @@ final class LiveOrder<M: Model> {
         while low < high {
             let middle = (low + high) / 2
             let entry = models[middle]
-            if try entry.withReportedValues({ try compare(probe, entry) }) != .orderedDescending {
+            if try compareReported(probe, entry) != .orderedDescending {
                 high = middle
             } else {
                 low = middle + 1
             }
         }
         return low
+    }
+
+    /// ``compare(_:_:)`` with `entry` read by its reported values. Most entries are in no open
+    /// batch: for them the generic swap of values is skipped (it showed in a batch's searches).
+    private func compareReported(_ probe: Probe, _ entry: M) throws -> ComparisonResult {
+        guard entry.isInOpenBatch else { return try compare(probe, entry) }
+        return try entry.withReportedValues { try compare(probe, entry) }
     }
 
     /// The order of `probe`'s model and `entry`, by the sort keys, then by id. The entry's values

@@ -4,22 +4,36 @@ import Foundation
 // it only collects the models its events are about, and keeps the results it had; at the end it
 // places them all at once and delivers one change set.
 //
-// One model changed once is placed as outside a batch, by binary search. More are placed in one
-// pass: the changed models are taken out of the results (a walk of the n results, a set lookup
-// each: their places can't be searched for, since their values changed), the ones that match
-// now are sorted, and each goes back in after the last one, by binary search (O(k log n)
-// comparisons for k models). The change set comes from the positions before and after; no
-// comparison of whole result arrays. In complexity that is never above running the query again
-// whatever k is (a query reads every model of the type, k never exceeds them), so there is no
-// fall-back to a re-run; only a filter or order that reads other models runs the query again,
-// once a batch. (In time, each model's report at the batch's end still costs some µs: see the
-// live-batch benchmark.)
+// One model changed once is placed as outside a batch, by binary search. More are placed by
+// binary search too, without a walk of the results: each changed model's first event of the
+// batch says where the results hold it (an update carries the values it had before, which are
+// the ones it was placed by; a removal or an insertion leaves the values alone). With those
+// values put back into every changed model at once, the results are in order again, so each
+// changed model's old place is found by binary search; they are taken out, the changed models
+// get their values back, and the ones that match now go in, in order, each by binary search
+// (O(k log n) comparisons for k models, and moving at most a chunk's pointers per model). The
+// change set comes from the positions before and after; no comparison of whole result arrays.
+// When k models' searches would cost more than one walk of the results (about k * 8 log n > n),
+// or a changed model is still in an open batch of its own (its entry is read by that batch's
+// start, not by the values its event carried), the batch walks the results once instead
+// (O(n + k log n)). Only a filter or order that reads other
+// models runs the query again, once a batch.
 
 /// What a live result set collected during its context's open batch. A class: it is added to
 /// in place, once per event.
 final class LiveBatch<M: Model> {
-    /// The models of the results' type that events were about.
-    var models: [ObjectIdentifier: M] = [:]
+    /// Where the results hold a model the batch changed, as its first event of the batch says.
+    enum Placed {
+        /// Not in the results: the batch inserted it.
+        case absent
+        /// Where these values put it (an update's values before it; a removal's values then),
+        /// kept as the event gave them: cast only if the batch's end searches (a cast from
+        /// `Any` per event showed in a batch's time).
+        case by(Any?)
+    }
+    /// The models of the results' type that events were about, with where the results held
+    /// each one before its first event.
+    var models: [ObjectIdentifier: (model: M, placed: Placed)] = [:]
     /// The first event, while it is the only one: placed as outside a batch.
     var only: (event: ModelChangeEvent, model: AnyObject?, before: Any?)?
     var events = 0
@@ -36,7 +50,19 @@ extension LiveResults {
         } else if batch.events == 2 {
             batch.only = nil
         }
-        if let model = model as? M { batch.models[ObjectIdentifier(model)] = model }
+        guard let model = model as? M else { return }
+        let id = ObjectIdentifier(model)
+        guard batch.models[id] == nil else { return }
+        // The first event of a model says where the results still hold it.
+        let placed: LiveBatch<M>.Placed
+        switch event.kind {
+        case .inserted: placed = .absent
+        // A model written in the batch reports that (an update) before its removal, so a
+        // removal that comes first finds the values the model was placed by.
+        case .removed: placed = .by(model.withReportedValues { model.storage.values })
+        case .updated: placed = .by(before)
+        }
+        batch.models[id] = (model, placed)
     }
 
     /// What the open batch collected so far; made, and the context asked to call back at the
@@ -59,15 +85,23 @@ extension LiveResults {
             rerun(modified: Set(batch.models.keys))
         } else if !batch.models.isEmpty {
             do {
-                try replace(batch.models)
+                // A search costs about 2 log n comparisons a model, each several times a step
+                // of the walk (a set lookup): past about n / (8 log n) models, walking is less.
+                let cost = batch.models.count * (Int.bitWidth - matches.count.leadingZeroBitCount) * searchCostFactor
+                let searched = cost <= matches.count ? try replaceBySearch(batch.models) : false
+                if !searched { try replace(batch.models.mapValues(\.model)) }
             } catch {
                 lastError = error
             }
         }
     }
 
-    /// Takes `changed` out of the results and puts those that match back where they belong now.
+    /// Takes `changed` out of the results and puts those that match back where they belong now,
+    /// walking the results to find them: for a batch whose models' old values aren't all known.
+    ///
+    /// - Complexity: O(n + k log n) for n results and k changed models.
     private func replace(_ changed: [ObjectIdentifier: M]) throws(QueryError) {
+        walkedBatches += 1
         let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
         // Out: the rest keep their order, the changed ones leave from `removed` (ascending).
         var kept: [M] = []

@@ -41,6 +41,13 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     private var version = 0
     /// What the context's open batch changed, placed at its end (see LiveResults+Batch.swift).
     var pending: LiveBatch<M>?
+    /// How many batch ends placed their models by walking all the results, not by search (see
+    /// LiveResults+Batch.swift): tests check which way a batch went.
+    var walkedBatches = 0
+    /// How many steps of the walk one comparison of a search costs, roughly (a set lookup
+    /// against reading and comparing sort values): a batch's end searches when k models'
+    /// searches cost less than walking the n results. Tests set 0 to always search.
+    var searchCostFactor = 8
 
     /// The error of the last update that could not place a model, or `nil`. A model whose filter
     /// or sort value can't be read counts as not matching.
@@ -359,7 +366,8 @@ extension Query {
     ///   comparisons to find its old and new places among n matches, and moving at most 512
     ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. At the
     ///   end of a ``ModelContext/batchChanges(_:)`` that changed k > 1 models of the type,
-    ///   O(n + k log n) once. A filter or order through references runs the query again on every
+    ///   O(k log n) once (O(n + k log n) when one of them is still in a `beginChanges()` batch
+    ///   of its own). A filter or order through references runs the query again on every
     ///   change in the context (once per batch).
     public func live() throws(QueryError) -> LiveResults<M> {
         try LiveResults(self)

@@ -1,0 +1,91 @@
+import Foundation
+
+// The end of a context batch that changed k models, placed without a walk of the n results (see
+// LiveResults+Batch.swift for when the walk is still needed).
+
+extension LiveResults {
+    /// Takes the changed models out of the results and puts those that match back where they
+    /// belong now, each found by binary search. Returns `false`, having changed nothing, when a
+    /// model's place can't be searched for (its old values are unknown, or it is in an open
+    /// batch of its own, whose entry is read by that batch's start).
+    ///
+    /// On an error the results are as they were.
+    ///
+    /// - Complexity: O(k log n) comparisons for k changed models among n results, and moving
+    ///   at most a chunk of pointers per model.
+    func replaceBySearch(_ changed: [ObjectIdentifier: (model: M, placed: LiveBatch<M>.Placed)]) throws(QueryError)
+        -> Bool
+    {
+        var placedBy: [(model: M, values: M.Properties)] = []
+        placedBy.reserveCapacity(changed.count)
+        for entry in changed.values {
+            guard !entry.model.isInOpenBatch else { return false }
+            switch entry.placed {
+            case .absent: break
+            case .by(let values):
+                guard let values = values as? M.Properties else { return false }
+                placedBy.append((entry.model, values))
+            }
+        }
+        let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
+        let removed = try oldPositions(of: placedBy)
+        // Out, last first, so that the positions before stay right.
+        for entry in removed.reversed() { matches.remove(at: entry.index) }
+        var added: [(index: Int, id: ObjectIdentifier)] = []
+        do {
+            try query.guarded {
+                var accepted: [M] = []
+                for entry in changed.values where entry.model.storage.context === context {
+                    if try order.accepts(entry.model) { accepted.append(entry.model) }
+                }
+                // In, in order: each at or after the one before, so that the positions of
+                // those already in stay right.
+                for probe in try order.sorted(accepted.map { try order.probe($0) }) {
+                    let at = try order.position(of: probe, in: matches)
+                    matches.insert(probe.model, at: at)
+                    added.append((at, ObjectIdentifier(probe.model)))
+                }
+            }
+        } catch {
+            // Back as they were: the new ones out, last first, the old ones in, first first.
+            for entry in added.reversed() { matches.remove(at: entry.index) }
+            for entry in removed { matches.insert(entry.model, at: entry.index) }
+            throw error
+        }
+        if let oldWindow {
+            deliver(LiveChangeSet.between(oldWindow, windowIdentifiers(), modified: Set(changed.keys)))
+        } else {
+            deliver(Self.change(removed: removed.map { ($0.index, ObjectIdentifier($0.model)) }, added: added))
+        }
+        return true
+    }
+
+    /// Where the results hold the models of `placedBy`, ascending; the ones not in them are
+    /// left out. Every one of them is given the values it was placed by for the whole search,
+    /// as their entries are compared too: with them, the results are in order.
+    ///
+    /// - Complexity: O(k log n) comparisons for k models.
+    private func oldPositions(of placedBy: [(model: M, values: M.Properties)]) throws(QueryError) -> [(
+        index: Int, model: M
+    )] {
+        var current: [M.Properties] = []
+        current.reserveCapacity(placedBy.count)
+        for entry in placedBy {
+            current.append(entry.model.storage.values)
+            entry.model.storage.values = entry.values
+        }
+        defer { for (entry, values) in zip(placedBy, current) { entry.model.storage.values = values } }
+        // Positions with the entry of `placedBy` found there: pairs of integers sort without
+        // the generic value witnesses a tuple holding a model would need.
+        var found: [(index: Int, entry: Int)] = []
+        found.reserveCapacity(placedBy.count)
+        try query.guarded {
+            for (slot, entry) in placedBy.enumerated() {
+                let index = try order.position(of: order.probe(entry.model), in: matches)
+                if index < matches.count && matches[index] === entry.model { found.append((index, slot)) }
+            }
+        }
+        found.sort { $0.index < $1.index }
+        return found.map { ($0.index, placedBy[$0.entry].model) }
+    }
+}
