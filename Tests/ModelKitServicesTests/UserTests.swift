@@ -619,7 +619,9 @@ extension UserTests {
                 continuation.resume(returning: result.map { $0.displayName })
             }
         }
-        #expect((try? loggedIn.get()) == "Handled")
+        // `get()` rather than `try?`: a failure shows its error (one run under heavy load failed
+        // here after 556 s, with the reason hidden).
+        #expect(try loggedIn.get() == "Handled")
         #expect(other.user == name)
         let refused = await withCheckedContinuation { continuation in
             Subscriber.logInInBackground(username: name, password: "wrong", using: other) { result in
