@@ -34,6 +34,8 @@ extension KintoService: PipelinedWrites {
     /// record and collide: one is refused with 409 "please retry" and `Retry-After` (30 s by
     /// Kinto's default). Requests in flight for different collections never collide that way, and
     /// take the collections' locks in one order (``WriteOrder/lockOrder(_:collection:dependencies:)``).
+    /// Saves running at once can still collide, and so can different collections of one bucket
+    /// when Kinto's history plugin keeps entries for it: those refusals are retried.
     ///
     /// ```swift
     /// // 1,000 new models of one type: 40 requests of 25 writes, one at a time.

@@ -17,6 +17,9 @@ struct PipelineScheduleTests {
             var started: [Int] = []
             var mostInFlight = 0
             var broken: [String] = []
+            /// Requests that started after the failing one had answered.
+            var startedAfterFailure = 0
+            var failureAnswered = false
         }
         let state = Mutex(State())
         let waits: [[Int]]
@@ -37,6 +40,7 @@ struct PipelineScheduleTests {
                 }
                 state.inFlight.insert(index)
                 state.started.append(index)
+                if state.failureAnswered { state.startedAfterFailure += 1 }
                 state.mostInFlight = max(state.mostInFlight, state.inFlight.count)
                 if state.inFlight.count > KintoService.batchesInFlight {
                     state.broken.append("\(state.inFlight.count) requests in flight: \(state.inFlight.sorted())")
@@ -44,10 +48,11 @@ struct PipelineScheduleTests {
             }
         }
 
-        func end(_ index: Int) {
+        func end(_ index: Int, failed: Bool = false) {
             state.withLock { state in
                 state.inFlight.remove(index)
                 state.answered.insert(index)
+                if failed { state.failureAnswered = true }
             }
         }
 
@@ -74,7 +79,7 @@ struct PipelineScheduleTests {
             } else {
                 for _ in 0..<yields(index) { await Task.yield() }
             }
-            watch.end(index)
+            watch.end(index, failed: index == failing)
             if index == failing { return [.failed(ServiceError(.notAttempted))] }
             return [.written(RemoteVersion(String(index)))]
         }
@@ -122,11 +127,20 @@ struct PipelineScheduleTests {
             let state = watch.state.withLock { $0 }
             if state.mostInFlight > 1 { overlapped += 1 }
             #expect(state.broken.isEmpty, "round \(round): \(state.broken)")
-            #expect(state.started == Array(0..<state.started.count), "round \(round): sent out of order \(state.started)")
+            // Two requests sent with no wait between them may start in either order; what was
+            // sent is always the first requests.
+            #expect(Set(state.started) == Set(0..<state.started.count), "round \(round): sent \(state.started)")
             #expect(stopped == (failing != nil), "round \(round)")
             if let failing {
-                // Nothing starts once the failure is known; what was in flight then still answers.
+                // Nothing is sent once the failure is known, what was in flight then still
+                // answers. Between the failing request's end (recorded in its task, just before
+                // it returns) and the pipeline taking its answer in, the answer of the other
+                // request in flight can free a place for one more (rarely two, if that one is
+                // quick); a pipeline that ignored the failure would send all the rest.
                 #expect(state.started.contains(failing), "round \(round)")
+                #expect(
+                    state.startedAfterFailure <= KintoService.batchesInFlight,
+                    "round \(round): \(state.startedAfterFailure) sent after the failure")
                 #expect(results.indices.allSatisfy { (results[$0] != nil) == state.started.contains($0) }, "round \(round)")
             } else {
                 #expect(state.started.count == count && results.allSatisfy { $0 != nil }, "round \(round)")

@@ -11,8 +11,9 @@ extension LiveResults {
     ///
     /// On an error the results are as they were.
     ///
-    /// - Complexity: O(k log n) comparisons for k changed models among n results, and moving
-    ///   at most a chunk of pointers per model.
+    /// - Complexity: O(k log n) comparisons for k changed models among n results, and per
+    ///   model taken out or put in, moving at most a chunk of pointers and recounting the
+    ///   chunks' starts (O(n / 512)).
     func replaceBySearch(_ changed: [ObjectIdentifier: (model: M, placed: LiveBatch<M>.Placed)]) throws(QueryError)
         -> Bool
     {

@@ -366,8 +366,8 @@ extension Query {
     ///   comparisons to find its old and new places among n matches, and moving at most 512
     ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. At the
     ///   end of a ``ModelContext/batchChanges(_:)`` that changed k > 1 models of the type,
-    ///   O(k log n) once (O(n + k log n) when one of them is still in a `beginChanges()` batch
-    ///   of its own). A filter or order through references runs the query again on every
+    ///   O(k log n) once when k · 8 log n < n, else O(n + k log n) (and so when one of them is
+    ///   still in a `beginChanges()` batch of its own). A filter or order through references runs the query again on every
     ///   change in the context (once per batch).
     public func live() throws(QueryError) -> LiveResults<M> {
         try LiveResults(self)
