@@ -4,34 +4,9 @@ import Testing
 
 @testable import ModelKit
 
-/// A live query whose every change set is checked: it turns the results before it into the
-/// results after it, and those equal the query run again.
-@MainActor private final class Checked {
-    let query: Query<LiveWriter>
-    let live: LiveResults<LiveWriter>
-    var shown: [LiveWriter]
-    var changes: [LiveChangeSet] = []
-    var token: ObservationToken?
-
-    init(_ query: Query<LiveWriter>) throws {
-        self.query = query
-        live = try query.live()
-        live.searchCostFactor = 0  // always search: the results here are small
-        shown = Array(live)
-        token = live.observe { [unowned self] results, change in
-            changes.append(change)
-            let applied = change.applied(to: shown) { results[$0] }
-            #expect(applied.map(ObjectIdentifier.init) == results.map(ObjectIdentifier.init), "\(change)")
-            shown = Array(results)
-        }
-    }
-
-    /// Whether the live results are the query's results run from scratch, in order.
-    func equalsRerun() throws -> Bool {
-        try query.results().map(ObjectIdentifier.init) == live.map(ObjectIdentifier.init)
-    }
-
-    var ids: [String] { live.map { $0.objectId ?? "" } }
+/// A checked live query that places every batch by search: the results here are small.
+@MainActor private func searching(_ query: Query<LiveWriter>) throws -> CheckedLiveResults {
+    try CheckedLiveResults(query, searchCostFactor: 0)
 }
 
 @Suite("Live results placing a context batch by search")
@@ -50,7 +25,7 @@ import Testing
     @Test("A batch that moves the first model last and the last first, with ties, is placed by search and equals a re-run")
     func bothEndsAndTies() throws {
         let (context, all) = writers(10)
-        let checked = try Checked(LiveWriter.query(in: context).sorted(by: \.age))
+        let checked = try searching(LiveWriter.query(in: context).sorted(by: \.age))
         context.batchChanges {
             all[0].age = 1_000  // first to last
             all[9].age = -5  // last to first
@@ -66,7 +41,7 @@ import Testing
     @Test("Models leaving and entering the filter, one edited twice, one inserted and removed, one edited then removed")
     func leavingEnteringTwiceInsertedRemoved() throws {
         let (context, all) = writers(12)
-        let checked = try Checked(
+        let checked = try searching(
             LiveWriter.query(in: context).where(\.age, .between(20, 80)).sorted(by: \.age, ascending: false))
         context.batchChanges {
             all[2].age = 500  // leaves
@@ -95,7 +70,7 @@ import Testing
     @Test("A window's change set comes from the search too, and the window shows the matches' slice")
     func windowedResults() throws {
         let (context, all) = writers(20)
-        let checked = try Checked(LiveWriter.query(in: context).sorted(by: \.age).offset(3).limit(5))
+        let checked = try searching(LiveWriter.query(in: context).sorted(by: \.age).offset(3).limit(5))
         context.batchChanges {
             all[0].age = 35
             all[19].age = 1
@@ -112,7 +87,7 @@ import Testing
         let (context, all) = writers(8)
         let undo = ModelUndoManager()
         context.undoManager = undo
-        let checked = try Checked(LiveWriter.query(in: context).where(\.age, .lessThan(65)).sorted(by: \.age))
+        let checked = try searching(LiveWriter.query(in: context).where(\.age, .lessThan(65)).sorted(by: \.age))
         context.batchChanges {
             all[1].age = 64
             all[6].age = 3
@@ -142,7 +117,7 @@ import Testing
     )
     func ownBatchFallsBackToTheWalk() throws {
         let (context, all) = writers(6)
-        let checked = try Checked(LiveWriter.query(in: context).sorted(by: \.age))
+        let checked = try searching(LiveWriter.query(in: context).sorted(by: \.age))
         context.batchChanges {
             all[0].age = 55
             all[1].beginChanges()
@@ -190,7 +165,7 @@ import Testing
             LiveWriter.query(in: context).where(\.age, .greaterThan(900)).sorted(by: \.name).sorted(by: \.age),
             LiveWriter.query(in: context).sorted(by: \.name).offset(10).limit(30),
         ]
-        let checked = try queries.map { try Checked($0) }
+        let checked = try queries.map { try searching($0) }
         for _ in 0..<60 {
             context.batchChanges {
                 for _ in 0..<Int.random(in: 1...40, using: &random) {

@@ -3,29 +3,6 @@ import ModelKit
 import ModelKitTestSupport
 import Testing
 
-/// A live query and every change set it delivered, each checked against the results before it.
-@MainActor private final class BatchRecorder {
-    let live: LiveResults<LiveWriter>
-    var shown: [LiveWriter]
-    var changes: [LiveChangeSet] = []
-    var token: ObservationToken?
-
-    init(_ query: Query<LiveWriter>) throws {
-        live = try query.live()
-        shown = Array(live)
-        token = live.observe { [unowned self] results, change in
-            changes.append(change)
-            let applied = change.applied(to: shown) { results[$0] }
-            #expect(applied.map(ObjectIdentifier.init) == results.map(ObjectIdentifier.init), "\(change)")
-            shown = Array(results)
-        }
-    }
-
-    var ages: [Int] { live.map(\.age) }
-    /// The models shown, by object id (their values are read live, their places are not).
-    var ids: [String] { live.map { $0.objectId ?? "" } }
-}
-
 @Suite("Live results in a context batch")
 @MainActor struct LiveResultsBatchTests {
     /// Writers aged 0, 10, 20, … in a context.
@@ -41,7 +18,7 @@ import Testing
     /// empty (with `resettingChanges`, the context's changes reset first), and a recorder of
     /// them sorted by age.
     private func undoableWriters(_ count: Int, resettingChanges: Bool = false) throws -> (
-        context: ModelContext, undo: ModelUndoManager, all: [LiveWriter], recorder: BatchRecorder
+        context: ModelContext, undo: ModelUndoManager, all: [LiveWriter], recorder: CheckedLiveResults
     ) {
         let context = ModelContext()
         let undo = ModelUndoManager()
@@ -49,7 +26,7 @@ import Testing
         let all = writers(count, in: context)
         if resettingChanges { context.resetChanges() }
         undo.removeAllActions()
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age))
         return (context, undo, all, recorder)
     }
 
@@ -57,7 +34,7 @@ import Testing
     func editsGiveOneChangeSet() throws {
         let context = ModelContext()
         let all = writers(6, in: context)
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(100)).sorted(by: \.age))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).where(\.age, .lessThan(100)).sorted(by: \.age))
         context.batchChanges {
             all[0].age = 35  // moves: 10 20 30 35 40 50
             all[5].age = 200  // leaves
@@ -77,7 +54,7 @@ import Testing
     func nestedBatchesReportAtTheOutermostEnd() throws {
         let context = ModelContext()
         let all = writers(4, in: context)
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age, ascending: false))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age, ascending: false))
         var seenByObserver: [[String]] = []
         let token = context.observeChanges { _ in seenByObserver.append(recorder.ids) }
         context.batchChanges {
@@ -101,7 +78,7 @@ import Testing
         struct Stop: Error {}
         let context = ModelContext()
         let all = writers(3, in: context)
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age))
         #expect(throws: Stop.self) {
             try context.batchChanges {
                 all[0].age = 50
@@ -120,7 +97,7 @@ import Testing
     func mergeGivesOneChangeSet() throws {
         let context = ModelContext()
         _ = writers(3, in: context)
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age))
         let other = ModelContext()
         for (objectId, age) in [("b0", 25), ("b2", 5), ("m1", 15), ("m2", 1)] {
             LiveWriter.instance(objectId: objectId, in: other).age = age
@@ -134,7 +111,7 @@ import Testing
     func loadGivesOneChangeSet() throws {
         let context = ModelContext()
         let all = writers(3, in: context)
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age))
         let data = try all[0].jsonData()
         all[0].age = 99
         let other = ModelContext()
@@ -178,7 +155,7 @@ import Testing
     func windowInABatch() throws {
         let context = ModelContext()
         let all = writers(6, in: context)
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age).offset(1).limit(3))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age).offset(1).limit(3))
         context.batchChanges {
             all[5].age = 1  // 0 1 | 10 20 | 30 40
             all[1].age = 45
@@ -229,19 +206,19 @@ import Testing
     func liveQueryMadeInsideABatch() throws {
         let context = ModelContext()
         let all = writers(3, in: context)
-        var recorder: BatchRecorder?
+        var recorder: CheckedLiveResults?
         context.batchChanges {
             all[0].age = 99
-            recorder = try? BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+            recorder = try? CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age))
         }
         let live = try #require(recorder)
         #expect(live.ids == ["b1", "b2", "b0"])
         #expect(live.ages == [10, 20, 99])
         // And one that the edit made match.
-        var filtered: BatchRecorder?
+        var filtered: CheckedLiveResults?
         context.batchChanges {
             all[0].age = 5
-            filtered = try? BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(15)).sorted(by: \.age))
+            filtered = try? CheckedLiveResults(LiveWriter.query(in: context).where(\.age, .lessThan(15)).sorted(by: \.age))
         }
         #expect(try #require(filtered).ids == ["b0", "b1"])
     }
@@ -250,13 +227,13 @@ import Testing
     func liveQueryMadeInsideABatchAgreesWithOneMadeBefore() throws {
         let context = ModelContext()
         let all = writers(4, in: context)
-        let before = try BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(25)).sorted(by: \.age))
-        var inside: BatchRecorder?
+        let before = try CheckedLiveResults(LiveWriter.query(in: context).where(\.age, .lessThan(25)).sorted(by: \.age))
+        var inside: CheckedLiveResults?
         context.batchChanges {
             all[0].age = 99  // leaves the filter
             all[3].age = 5  // joins it
             all[1].age = 15
-            let made = try? BatchRecorder(LiveWriter.query(in: context).where(\.age, .lessThan(25)).sorted(by: \.age))
+            let made = try? CheckedLiveResults(LiveWriter.query(in: context).where(\.age, .lessThan(25)).sorted(by: \.age))
             #expect(made?.ids == before.ids)
             #expect(made?.ids == ["b0", "b1", "b2"])
             all[2].age = 1
@@ -274,7 +251,7 @@ import Testing
         let all = writers(3, in: context)
         all[0].beginChanges()
         all[0].age = 99
-        let recorder = try BatchRecorder(LiveWriter.query(in: context).sorted(by: \.age))
+        let recorder = try CheckedLiveResults(LiveWriter.query(in: context).sorted(by: \.age))
         try all[0].endChanges()
         #expect(recorder.ids == ["b1", "b2", "b0"])
         #expect(recorder.ages == [10, 20, 99])
