@@ -121,6 +121,7 @@ extension ModelContext {
     /// reset them from the threads that use them.
     public func resetChanges() {
         withRegistry { $0.log = ChangeLog() }
+        packageStateChanged = false
         generation.wrappingAdd(1, ordering: .relaxed)  // models inserted before are not "inserted" any more
         ChangeEpoch.advance()  // models must note their next write again
     }

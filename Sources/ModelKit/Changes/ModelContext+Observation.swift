@@ -47,7 +47,7 @@ extension ModelContext {
     /// - Complexity: O(1).
     var needsSaving: Bool {
         accessObserved(\.needsSaving)
-        return withRegistry { !$0.log.isEmpty || !$0.log.tracked.isEmpty }
+        return packageStateChanged || withRegistry { !$0.log.isEmpty || !$0.log.tracked.isEmpty }
     }
 
     /// Tells the observers of each observed value that changed since it was last told.

@@ -99,6 +99,67 @@ package final class ModelMetadataTable {
     func restore(_ value: String?, for id: ModelID) {
         values[id] = value
     }
+
+    /// What a table that keeps removed entries (``keepsRemovedEntries``) holds for a model
+    /// removed from the context: which record it was, and its string.
+    package struct RemovedEntry: Equatable, Sendable {
+        /// The removed model's ``Model/modelName``.
+        package let modelName: String
+        /// Its object id.
+        package let objectId: String
+        /// The table's string for it when it was removed.
+        package let value: String
+
+        package init(modelName: String, objectId: String, value: String) {
+            self.modelName = modelName
+            self.objectId = objectId
+            self.value = value
+        }
+    }
+
+    /// Whether the string of a model removed from the context moves to ``removed`` (when the model
+    /// has an object id), to stay there, saved by a ``ModelStore`` and carried by whole-graph
+    /// files, until ``forgetRemoved(_:)``: what an offline sync needs to delete the model's record
+    /// later. Otherwise (the default) it stays in ``values`` until the process ends, and files do
+    /// not carry it. ``ModelContext/clear()`` moves nothing: it drops local copies.
+    package var keepsRemovedEntries = false {
+        didSet {
+            guard keepsRemovedEntries != oldValue else { return }
+            context?.tombstoneTables += keepsRemovedEntries ? 1 : -1
+            context?.packageStateChanged = true
+        }
+    }
+
+    /// The entries of removed models (see ``keepsRemovedEntries``), by model id.
+    package private(set) var removed: [ModelID: RemovedEntry] = [:]
+
+    /// Drops the entry of a removed model (its record was deleted, say).
+    package func forgetRemoved(_ id: ModelID) {
+        guard removed.removeValue(forKey: id) != nil else { return }
+        context?.packageStateChanged = true
+    }
+
+    /// Moves the string of a model just removed to ``removed``; during a store's replay
+    /// (`keepingEntry` false), whose records say what ``removed`` holds, it is only dropped.
+    func modelRemoved(_ id: ModelID, name: String, objectId: String?, keepingEntry: Bool) {
+        guard let value = values[id] else { return }
+        values[id] = nil
+        guard keepingEntry, let objectId else { return }
+        removed[id] = RemovedEntry(modelName: name, objectId: objectId, value: value)
+        context?.packageStateChanged = true
+    }
+
+    /// Moves the entry of a removed model back to ``values`` when the model comes back (undo).
+    func modelReturned(_ id: ModelID) {
+        guard let entry = removed.removeValue(forKey: id) else { return }
+        values[id] = entry.value
+        context?.packageStateChanged = true
+    }
+
+    /// Puts back the entries of removed models as a file or save record gives them, all at once.
+    func restoreRemoved(_ entries: [ModelID: RemovedEntry]) {
+        removed = entries
+    }
 }
 
 extension ModelContext {
@@ -130,5 +191,44 @@ extension ModelContext {
     /// The models whose tracking changed since the last ``resetChanges()``, still in the context.
     var trackingChanged: Set<ModelID> {
         withRegistry { $0.log.tracked }
+    }
+}
+
+extension ModelContext {
+    /// A string another target of this package keeps for the whole context, by key, carried by
+    /// whole-graph files and saved by a ``ModelStore`` (the `tracking` member's `values`), so that
+    /// it changes atomically with the models: ModelKitServices keeps there the version each
+    /// collection was last pulled at.
+    ///
+    /// - Complexity: O(1).
+    package func packageValue(_ key: String) -> String? {
+        packageValues[key]
+    }
+
+    /// Sets (or, with `nil`, removes) the string kept for `key`; the next store save writes it.
+    ///
+    /// - Complexity: O(1).
+    package func setPackageValue(_ value: String?, forKey key: String) {
+        guard packageValues[key] != value else { return }
+        packageValues[key] = value
+        packageStateChanged = true
+    }
+
+    /// Whether the context keeps state a file's `tracking` member carries beyond the models'
+    /// own: package values, or tables that keep removed entries.
+    var keepsPackageState: Bool { !packageValues.isEmpty || tombstoneTables > 0 }
+}
+
+extension ModelContext {
+    /// Moves a removed model's strings to the removed entries of the tables that keep them.
+    func noteRemoval(_ id: ModelID, name: String, objectId: String?) {
+        for table in metadataTables.values where table.keepsRemovedEntries {
+            table.modelRemoved(id, name: name, objectId: objectId, keepingEntry: !replaysJournal)
+        }
+    }
+
+    /// Moves a returning model's removed entries back.
+    func noteReturn(_ id: ModelID) {
+        for table in metadataTables.values where table.keepsRemovedEntries { table.modelReturned(id) }
     }
 }

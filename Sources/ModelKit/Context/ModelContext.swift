@@ -211,7 +211,7 @@ public final class ModelContext {
         let hasChanges = !registry.log.isEmpty
         return ObservedState(
             hasChanges: hasChanges, count: registry.models.count,
-            needsSaving: hasChanges || !registry.log.tracked.isEmpty)
+            needsSaving: hasChanges || !registry.log.tracked.isEmpty || packageStateChanged)
     }
     /// Closure observers and streams of the context's changes.
     let changeObservers = ObserverList()
@@ -246,6 +246,18 @@ public final class ModelContext {
     /// Opaque per-model strings other targets of this package keep, by namespace, which
     /// whole-graph files and snapshots carry (see `metadataTable(_:)`).
     var metadataTables: [String: ModelMetadataTable] = [:]
+    /// Context-wide strings of other targets of this package (see `packageValue(_:)`).
+    var packageValues: [String: String] = [:]
+    /// How many of `metadataTables` keep removed entries: a removal asks them only when some do.
+    var tombstoneTables = 0
+    /// Whether package values or removed entries changed since the last ``resetChanges()``: a
+    /// store's save then writes them all.
+    var packageStateChanged = false {
+        didSet { if packageStateChanged != oldValue { publishObservedStateChanges() } }
+    }
+    /// Whether a store is replaying its journal: a removal then drops a table's entry instead of
+    /// keeping it, since the records say what was kept.
+    var replaysJournal = false
 
     /// Creates an empty context, owned by the isolation domain that creates it.
     ///
@@ -493,6 +505,7 @@ public final class ModelContext {
     func didInsert<M: Model>(_ model: M, countsAsInserted: Bool, generation: UInt32) {
         model.storage.quietEpoch = 0  // its writes must now be noted by this context
         model.storage.insertedGeneration = countsAsInserted ? generation : 0
+        if tombstoneTables > 0 { noteReturn(model.storage.metadata.modelId) }
         indexRegistry.forEach(of: M.self) { $0.inserted(model) }
         if undoManager != nil { registerUndoOfInsert(model) }
         if !changeObservers.isEmpty {
@@ -537,6 +550,7 @@ public final class ModelContext {
             return true
         }
         guard removed else { return }
+        if tombstoneTables > 0 { noteRemoval(id, name: M.modelName, objectId: model.storage.metadata.objectId) }
         hasRemovedIds = true
         if undoManager != nil { registerUndoOfRemove(model) }
         indexRegistry.forEach(of: M.self) { $0.removed(model) }

@@ -27,7 +27,7 @@ enum Persistence {
             case .models(let models, let tracking): return try writer.writeDocument(roots: models, tracking: tracking)
             case .changes(let models, let context):
                 writer.boundary = context
-                return try writer.writeDocument(roots: models, tracking: true)
+                return try writer.writeDocument(roots: models, store: context)
             }
         }
     }

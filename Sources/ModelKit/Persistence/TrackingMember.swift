@@ -8,9 +8,16 @@ import Foundation
 /// "tracking": {
 ///   "metadata": {"<namespace>": {"<modelId>": "<opaque string>"}},
 ///   "new": ["<modelId>"],
-///   "changed": {"<modelId>": {"<property>": <its value at the last reset>}}
+///   "changed": {"<modelId>": {"<property>": <its value at the last reset>}},
+///   "removed": {"<namespace>": {"<modelId>": ["<model name>", "<object id>", "<opaque string>"]}},
+///   "values": {"<key>": "<opaque string>"}
 /// }
 /// ```
+///
+/// `removed` and `values` are the package's state beyond the models' (see
+/// ``ModelMetadataTable/keepsRemovedEntries`` and ``ModelContext/packageValue(_:)``), written
+/// whole: in a file, and in a store's save record when they changed since the save before. A
+/// namespace listed in `removed`, even empty, is a table that keeps removed entries.
 ///
 /// It is written only by a context that keeps package metadata (``ModelMetadataTable``, for
 /// example ModelKitServices' server versions): any other context writes the bytes it always did,
@@ -23,11 +30,23 @@ struct TrackingMember {
     /// Models whose changes since the last reset are kept: the old values of the changed
     /// properties (empty for a new model that was reset, so that it comes back without changes).
     var changed: [(ModelID, ModelValue.Object)] = []
+    /// The removed entries of each table that keeps them, namespaces in name order; `nil` when
+    /// not written (a save record of a save that did not change them).
+    var removed: [(namespace: String, entries: [(ModelID, ModelMetadataTable.RemovedEntry)])]?
+    /// The package values, keys in order; `nil` when not written.
+    var values: [(String, String)]?
 
-    /// What `context` keeps about `models`, or `nil` when it keeps no package metadata.
-    static func gather(_ models: [any Model], context: ModelContext?) -> TrackingMember? {
-        guard let context, !context.metadataTables.isEmpty else { return nil }
+    /// What `context` keeps about `models`, or `nil` when it keeps no package metadata; with
+    /// `packageState`, its removed entries and package values too.
+    static func gather(_ models: [any Model], context: ModelContext?, packageState: Bool = true) -> TrackingMember? {
+        guard let context, !context.metadataTables.isEmpty || context.keepsPackageState else { return nil }
         var member = TrackingMember()
+        if packageState, context.keepsPackageState {
+            member.removed = context.metadataTables.filter(\.value.keepsRemovedEntries).sorted { $0.key < $1.key }.map {
+                namespace, table in (namespace, table.removed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            }
+            member.values = context.packageValues.sorted { $0.key < $1.key }
+        }
         for (namespace, table) in context.metadataTables.sorted(by: { $0.key < $1.key }) {
             var values: [(ModelID, String)] = []
             if !table.values.isEmpty {
@@ -69,6 +88,33 @@ struct TrackingMember {
             ModelValue.object(oldValues).write(to: sink)
         }
         sink.endObject()
+        if let removed {
+            sink.key("removed")
+            sink.beginObject()
+            for (namespace, entries) in removed {
+                sink.key(namespace)
+                sink.beginObject()
+                for (id, entry) in entries {
+                    sink.key(id.description)
+                    sink.beginArray()
+                    sink.string(entry.modelName)
+                    sink.string(entry.objectId)
+                    sink.string(entry.value)
+                    sink.endArray()
+                }
+                sink.endObject()
+            }
+            sink.endObject()
+        }
+        if let values {
+            sink.key("values")
+            sink.beginObject()
+            for (key, value) in values {
+                sink.key(key)
+                sink.string(value)
+            }
+            sink.endObject()
+        }
         sink.endObject()
     }
 
@@ -83,6 +129,19 @@ struct TrackingMember {
         for (id, oldValues) in changed where loaded(id) {
             context.model(withId: id)?.restoreChanges(oldValues: oldValues)
         }
+        if let removed {
+            // Written whole: the tables listed keep removed entries, exactly these.
+            let listed = Set(removed.map(\.namespace))
+            for (namespace, table) in context.metadataTables where table.keepsRemovedEntries && !listed.contains(namespace) {
+                table.restoreRemoved([:])
+            }
+            for (namespace, entries) in removed {
+                let table = context.metadataTable(namespace)
+                table.keepsRemovedEntries = true
+                table.restoreRemoved(Dictionary(entries, uniquingKeysWith: { $1 }))
+            }
+        }
+        if let values { context.packageValues = Dictionary(values, uniquingKeysWith: { $1 }) }
     }
 }
 
@@ -132,6 +191,20 @@ extension TrackingMember {
                 member.new.append(try modelId(element, in: document, path: "tracking.new"))
             }
         }
+        if let removed = try document.member(of: node, named: "removed") {
+            member.removed = try readRemoved(removed, in: document)
+        }
+        if let values = try document.member(of: node, named: "values") {
+            try expect(.object, values, in: document, path: "tracking.values", "an object of strings by key")
+            var pairs: [(String, String)] = []
+            try document.forEach(in: values) { key, value in
+                let name = try document.string(key)
+                try expect(.string, value, in: document, path: "tracking.values.\(name)", "a string")
+                pairs.append((name, try document.string(value)))
+                return true
+            }
+            member.values = pairs
+        }
         if let changed = try document.member(of: node, named: "changed") {
             try expect(.object, changed, in: document, path: "tracking.changed", "an object of old values by model id")
             try document.forEach(in: changed) { key, values in
@@ -146,6 +219,43 @@ extension TrackingMember {
             }
         }
         return member
+    }
+
+    private static func readRemoved<D: TreeDocument>(_ node: Int, in document: D) throws
+        -> [(namespace: String, entries: [(ModelID, ModelMetadataTable.RemovedEntry)])]
+    {
+        try expect(.object, node, in: document, path: "tracking.removed", "an object of namespaces")
+        var removed: [(namespace: String, entries: [(ModelID, ModelMetadataTable.RemovedEntry)])] = []
+        try document.forEach(in: node) { key, table in
+            let namespace = try document.string(key)
+            let path = "tracking.removed.\(namespace)"
+            try expect(.object, table, in: document, path: path, "an object of removed entries by model id")
+            var entries: [(ModelID, ModelMetadataTable.RemovedEntry)] = []
+            try document.forEach(in: table) { key, entry in
+                let id = try modelId(key, in: document, path: path)
+                let entryPath = "\(path).\(id)"
+                let expected = "an array of a model name, an object id and a string"
+                try expect(.array, entry, in: document, path: entryPath, expected)
+                let parts = try document.elements(of: entry)
+                guard parts.count == 3 else {
+                    throw SerializationError(
+                        .typeMismatch, path: entryPath, byteOffset: document.byteOffset(of: entry), expected: expected,
+                        found: "an array of \(parts.count) elements")
+                }
+                for part in parts { try expect(.string, part, in: document, path: entryPath, expected) }
+                entries.append(
+                    (
+                        id,
+                        ModelMetadataTable.RemovedEntry(
+                            modelName: try document.string(parts[0]), objectId: try document.string(parts[1]),
+                            value: try document.string(parts[2]))
+                    ))
+                return true
+            }
+            removed.append((namespace, entries))
+            return true
+        }
+        return removed
     }
 
     private static func expect<D: TreeDocument>(

@@ -77,7 +77,7 @@ extension ModelStore {
     func pendingSave() throws -> PendingSave? {
         let changes = context.changes
         let tracked = context.trackingChanged
-        guard !changes.isEmpty || !tracked.isEmpty else { return nil }
+        guard !changes.isEmpty || !tracked.isEmpty || context.packageStateChanged else { return nil }
         let changed = changes.inserted.union(changes.updated).union(tracked).sorted()
         let removed = changes.removed.sorted()
         let payload = try SaveRecord.payload(

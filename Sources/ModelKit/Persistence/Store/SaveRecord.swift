@@ -4,7 +4,8 @@ import Foundation
 ///
 ///     removed count u32, then each removed model id as two u64 (high, low)
 ///     the changed models: a document in the store's format, as a file holds them (envelope,
-///     `models`, `tracking`); empty when the save only removed models
+///     `models`, `tracking`); empty when the save only removed models and changed no package
+///     state (see `TrackingMember`)
 ///
 /// The document holds the inserted and changed models only. Their references to the other models
 /// of the store's context are written as pointers and not followed (those models are in the base
@@ -25,7 +26,7 @@ struct SaveRecord {
             JournalFormat.append(id.low, to: &head)
         }
         var payload = Data(head)
-        if !models.isEmpty {
+        if !models.isEmpty || context.packageStateChanged {
             payload.append(try Persistence.data(.changes(models, in: context), format: format))
         }
         return payload

@@ -160,6 +160,9 @@ struct StoreOpening {
                 throw error.inJournalRecord(at: offset, documentAt: document)
             }
         }
+        // The record's `tracking` says what the tables keep of the models it removes.
+        context.replaysJournal = true
+        defer { context.replaysJournal = false }
         for id in record.removed {
             context.model(withId: id)?.removeFromContext()
         }

@@ -43,7 +43,7 @@ extension GraphStreamWriter {
             }
         } tracking: {
             // Only a context with package metadata has any: the others write what they always did.
-            guard !context.metadataTables.isEmpty else { return nil }
+            guard !context.metadataTables.isEmpty || context.keepsPackageState else { return nil }
             return TrackingMember.gather(segments.flatMap(\.anyModels), context: context)
         }
     }

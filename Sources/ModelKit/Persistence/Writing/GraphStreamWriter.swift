@@ -208,15 +208,18 @@ final class GraphStreamWriter {
     /// - Returns: The number of models written.
     ///
     /// With `tracking`, the envelope also gets the `tracking` member of the first root's context
-    /// for the models written, when that context keeps package metadata (snapshots).
+    /// for the models written, when that context keeps package metadata (snapshots); with a
+    /// `store` context, that context's member, its package state included when it changed (a
+    /// store's save record, which may hold no model).
     @discardableResult
-    func writeDocument(roots: [any Model], tracking: Bool = false) throws -> Int {
+    func writeDocument(roots: [any Model], tracking: Bool = false, store: ModelContext? = nil) throws -> Int {
         try writeDocument {
             queue.reserveCapacity(roots.count)
             for root in roots { try enqueue(root) }
         } tracking: {
+            if let store { return TrackingMember.gather(queuedModels, context: store, packageState: store.packageStateChanged) }
             guard tracking, let context = roots.first?.modelContext else { return nil }
-            return TrackingMember.gather(queuedModels, context: context)
+            return TrackingMember.gather(queuedModels, context: context, packageState: false)
         }
     }
 
