@@ -1,6 +1,9 @@
 import ModelKit
 
 /// One field that both sides changed since the last sync, and what the merge kept.
+///
+/// The values are those the merge compared: after ``FieldMerge/normalized(_:)``, `.null` for a
+/// missing key.
 struct FieldConflict: Equatable, Sendable {
     /// How a conflict was resolved.
     enum Resolution: Equatable, Sendable {
@@ -57,7 +60,10 @@ enum FieldMerge {
     /// Values compare with `ModelValue`'s `==` (objects as whole values, keys in any order;
     /// `.int(3)` is not `.double(3)`), after one normalization (``normalized(_:)``): an integral
     /// double that ModelKit writes with an exponent is compared, and kept, as the integer it
-    /// comes back as from Kinto on PostgreSQL.
+    /// comes back as from Kinto on PostgreSQL. Doubles are not otherwise rounded, and Kinto on
+    /// PostgreSQL may give a double back a unit in the last place away (see `matchesStored`): so
+    /// the base must be the record as the server gave it back, not the values this device sent,
+    /// or such a double looks changed on the server and a local edit of it loses the tie-break.
     ///
     /// ```swift
     /// let (merged, conflicts) = FieldMerge.threeWay(
@@ -73,9 +79,8 @@ enum FieldMerge {
     ///   - remote: The fields on the server.
     /// - Returns: The merged fields, and one ``FieldConflict`` per field both sides changed to
     ///   different values, in the order of the fields.
-    /// - Complexity: O(*n* + *m* log *m*) in all for *n* values in the three objects, *m* of them
-    ///   pointers in arrays that merge as sets; an object of *k* keys adds O(*k*) per lookup below
-    ///   12 keys.
+    /// - Complexity: O(*n*) on average for *n* values in the three objects (pointers are hashed
+    ///   to merge as sets), plus O(*k*) per key lookup in objects of *k* < 12 keys.
     static func threeWay(base: ModelValue.Object?, local: ModelValue.Object, remote: ModelValue.Object)
         -> (merged: ModelValue.Object, conflicts: [FieldConflict])
     {
