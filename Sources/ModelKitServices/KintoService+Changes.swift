@@ -19,14 +19,17 @@ extension KintoService {
     /// `_token`. A collection that does not exist answers no change and a `nil` timestamp.
     ///
     /// ```swift
-    /// var since: RemoteVersion? = nil   // stored from the last pull
+    /// var local: [String: ModelValue.Object] = [:]   // record id -> fields
+    /// let since: RemoteVersion? = nil                 // the last pull's timestamp
     /// var cursor: RecordCursor? = nil
+    /// var next = since
     /// repeat {
     ///     let page = try await service.changes(in: "Author", since: since, after: cursor)
-    ///     apply(page.records, page.deletions)
-    ///     cursor = page.next
-    ///     if cursor == nil { since = page.timestamp }
+    ///     for record in page.records { local[record.id.id] = record.fields }
+    ///     for deletion in page.deletions { local[deletion.id.id] = nil }
+    ///     (cursor, next) = (page.next, page.timestamp)
     /// } while cursor != nil
+    /// // store `next` for the next pull
     /// ```
     ///
     /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidQuery`` for a `since` that is not a

@@ -268,6 +268,34 @@ struct ChangeFeedTests {
         #expect(local == (try await Self.serverRecords(service)))
     }
 
+    @Test("A pull since a timestamp costs one request and bytes in proportion to the changes, not to the collection")
+    func costFollowsTheChanges() async throws {
+        let service = try await Self.service()
+        let count = 1_000
+        let v = try await Self.write(
+            service, (0..<count).map { .create(Self.id("n\($0)"), fields: Self.fields("note number \($0)")) })
+        let start = service.metrics
+        let first = try await Self.pull(service, since: nil)
+        let full = service.metrics
+        #expect(first.records.count == count)
+        try await Self.write(
+            service, (0..<10).map { .update(Self.id("n\($0 * 97)"), fields: Self.fields("changed"), expected: v[$0 * 97]) })
+        let beforeIncremental = service.metrics
+        let incremental = try await Self.pull(service, since: first.timestamp)
+        let end = service.metrics
+        #expect(incremental.records.count == 10)
+        let fullBytes = full.bytesReceived - start.bytesReceived
+        let incrementalBytes = end.bytesReceived - beforeIncremental.bytesReceived
+        #expect(end.requests - beforeIncremental.requests == 1)
+        // 10 changes of 1,000 records: 1% of the records; 3% of the bytes allows for the envelope.
+        #expect(
+            incrementalBytes * 100 < fullBytes * 3, "\(incrementalBytes) bytes for 10 changes, \(fullBytes) for \(count) records")
+        print(
+            "Change feed: a first pull of \(count) records took \(full.requests - start.requests) request(s), "
+                + "\(fullBytes) bytes; a pull of 10 changes since took \(end.requests - beforeIncremental.requests), "
+                + "\(incrementalBytes) bytes")
+    }
+
     // MARK: Bad input and bad answers
 
     @Test("A since that is not a timestamp, and a cursor that is not the feed's or is for another since, are query errors")
