@@ -192,7 +192,7 @@ extension KintoService {
         return count
     }
 
-    private func collectionPath(_ collection: String) -> String {
+    func collectionPath(_ collection: String) -> String {
         "/buckets/\(bucket)/collections/\(collection)/records"
     }
 

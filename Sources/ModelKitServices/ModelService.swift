@@ -188,4 +188,15 @@ public protocol ModelService: AnyObject, Sendable {
     ///
     /// The default throws ``ServiceError/Code/notSupported``.
     func countRecords(_ request: RecordListRequest) async throws(ServiceError) -> Int
+
+    /// One page of what changed in `collection` since `since`: the records created or changed,
+    /// oldest change first, and (when `since` is given) the records deleted. A `nil` `since` asks
+    /// for every live record. The first page is asked with a `nil` cursor, the later ones with
+    /// the ``RecordChanges/next`` of the page before and the same `since`; each page carries the
+    /// ``RecordChanges/timestamp`` to pass as `since` on the next pull. A change made while the
+    /// pages are read shows on a later page or on the next pull (possibly on both): none is lost.
+    ///
+    /// The default throws ``ServiceError/Code/notSupported``.
+    func changes(in collection: String, since: RemoteVersion?, after cursor: RecordCursor?) async throws(ServiceError)
+        -> RecordChanges
 }
