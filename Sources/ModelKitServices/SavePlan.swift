@@ -26,7 +26,25 @@ struct SavePlan {
     private var assignedIds: [any Model] = []
 
     init<M: RemoteModel>(root: M, context: ModelContext, store: String) throws(ServiceError) {
-        let records = try Self.records(of: root)
+        try self.init(records: try Self.records(of: root), context: context, store: store)
+    }
+
+    /// The plan of a sync's push: `models` (the context's models that are new or changed), and
+    /// no other; their references to the context's other models name records the server has.
+    init(models: [any Model], context: ModelContext, store: String) throws(ServiceError) {
+        let records: RecordTexts
+        do {
+            var random = RandomUUIDs()
+            records = try RecordTexts.of(models, in: context, reserved: RecordCodec.nonPropertyFields) {
+                random.makeString()
+            }
+        } catch {
+            throw ServiceError(.invalidModel(expected: "models that encode", found: "\(error)"))
+        }
+        try self.init(records: records, context: context, store: store)
+    }
+
+    private init(records: RecordTexts, context: ModelContext, store: String) throws(ServiceError) {
         let versions = VersionTable.of(context, store: store)
         do throws(ServiceError) {
             for entry in records.entries {

@@ -17,7 +17,10 @@ extension Model {
     /// Makes the properties in `oldValues` (encoded, as ``ModelChanges/oldValues`` gives them)
     /// changes again: the values at the last reset are the loaded ones with those put back.
     /// Names that are not properties of the model are ignored.
-    func restoreChanges(oldValues: ModelValue.Object) {
+    ///
+    /// ModelKitServices calls it after merging a record into a model: the fields where the merge
+    /// kept this device's values become changes against the server's, to push.
+    package func restoreChanges(oldValues: ModelValue.Object) {
         storage.box.baseline = .saved
         storage.quietEpoch = 0
         guard !oldValues.isEmpty else { return }

@@ -139,6 +139,14 @@ package final class ModelMetadataTable {
         context?.packageStateChanged = true
     }
 
+    /// Replaces the string of a removed model's entry (the version its record's delete must
+    /// match, after a pull saw the record change).
+    package func updateRemoved(_ id: ModelID, value: String) {
+        guard let entry = removed[id], entry.value != value else { return }
+        removed[id] = RemovedEntry(modelName: entry.modelName, objectId: entry.objectId, value: value)
+        context?.packageStateChanged = true
+    }
+
     /// Moves the string of a model just removed to ``removed``; during a store's replay
     /// (`keepingEntry` false), whose records say what ``removed`` holds, it is only dropped.
     func modelRemoved(_ id: ModelID, name: String, objectId: String?, keepingEntry: Bool) {

@@ -49,11 +49,36 @@ extension Model {
     ///   why, for the caller to decide (a save refuses only the records it writes).
     /// - Complexity: O(*n*) in the size of the records.
     package func recordTexts(reserved: Set<String>, newObjectId: () -> String) throws -> RecordTexts {
+        try RecordTexts.make(reserved: reserved, newObjectId: newObjectId) { try $0.writeModels(root: self) }
+    }
+}
+
+extension RecordTexts {
+    /// Writes `models` of `context` as records, and no other: a reference to another model of
+    /// the context is written as its pointer and not followed (what an offline sync pushes: the
+    /// changed models, whose references name records the server has or gets in the same push).
+    ///
+    /// - Throws: ``SerializationError``, as ``Model/recordTexts(reserved:newObjectId:)``, and
+    ///   ``SerializationError/Code/foreignReference`` for a reference to a model of another
+    ///   context.
+    /// - Complexity: O(*n*) in the size of the records.
+    package static func of(
+        _ models: [any Model], in context: ModelContext, reserved: Set<String>, newObjectId: () -> String
+    ) throws -> RecordTexts {
+        try make(reserved: reserved, newObjectId: newObjectId) { writer in
+            writer.boundary = context
+            try writer.writeModels(roots: models)
+        }
+    }
+
+    fileprivate static func make(
+        reserved: Set<String>, newObjectId: () -> String, write: (GraphStreamWriter) throws -> Void
+    ) throws -> RecordTexts {
         let buffer = OutputBuffer(descriptor: nil)
         return try withoutActuallyEscaping(newObjectId) { newObjectId in
             let sink = RecordSink(buffer: buffer, reserved: reserved, newObjectId: newObjectId)
             let writer = GraphStreamWriter(sink: sink)
-            try writer.writeModels(root: self)
+            try write(writer)
             let models = writer.queuedModels
             let entries = sink.records.indices.map { index in
                 let record = sink.records[index]

@@ -152,6 +152,17 @@ final class GraphStreamWriter {
     /// root has reference properties, which decides whether that layout is the array or the
     /// root's dictionary alone.
     func writeModels(root: any Model) throws {
+        try writeModels(roots: [root])
+    }
+
+    /// Writes every model reachable from `roots` (the roots first, in order), as
+    /// ``writeModels(root:)`` does; with a ``boundary``, only the roots.
+    func writeModels(roots: [any Model]) throws {
+        guard let root = roots.first else {
+            sink.beginArray()
+            sink.endArray()
+            return try sink.finish()
+        }
         expectedModels = root.modelContext?.unobservedCount ?? 0
         // (The tests that look every queued target up compare with the walk by id.)
         if !looksUpQueuedTargets, let context = root.modelContext {
@@ -163,7 +174,7 @@ final class GraphStreamWriter {
         // that a moved slot could mislead checks it (see `dropSlotsIfMoved()`).
         slotRemovals = slotContext?.removalCount ?? 0
         sink.beginArray()
-        try enqueue(root)
+        for root in roots { try enqueue(root) }
         try writeQueue()
         sink.endArray()
         try sink.finish()

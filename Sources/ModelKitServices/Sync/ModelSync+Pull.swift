@@ -1,0 +1,143 @@
+import Foundation
+import ModelKit
+
+// The pull: each collection's changes since the version it was last pulled at, merged into the
+// context page by page. The version moves only when the whole collection was merged, and the
+// store saves it with the merged models: a pull cut short (an error, a crash) is pulled again
+// from the old version, and records already merged are recognised by their version.
+
+extension ModelSync {
+    func pull(into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation) async throws {
+        for type in models {
+            try await pull(type, into: &report)
+        }
+    }
+
+    private func pull<M: RemoteModel>(
+        _ type: M.Type, into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation
+    ) async throws {
+        let collection = M.modelName
+        let key = Self.sinceKey(service, collection: collection)
+        let since = context.packageValue(key).map(RemoteVersion.init)
+        var cursor: RecordCursor?
+        var timestamp: RemoteVersion?
+        repeat {
+            let page = try await service.changes(in: collection, since: since, after: cursor)
+            if timestamp == nil { timestamp = page.timestamp }
+            merge(page, as: M.self, into: &report)
+            emit(.pulled(collection: collection, records: page.records.count, deletions: page.deletions.count))
+            cursor = page.next
+        } while cursor != nil
+        if let timestamp { context.setPackageValue(timestamp.rawValue, forKey: key) }
+    }
+
+    /// Merges one page: new records and records this device did not change are loaded as a
+    /// fetch loads them; records it changed go to the policy; deletions remove models.
+    private func merge<M: RemoteModel>(_ page: RecordChanges, as type: M.Type, into report: inout SyncReport) {
+        let versions = self.versions
+        let deletes = pendingDeleteIndex()
+        var clean: [RemoteRecord] = []
+        var conflicted: [(any Model, RemoteRecord)] = []
+        for record in page.records {
+            if let held = ModelIdAssignment.heldModel(for: record.id, in: context) {
+                if versions[held.modelId] == record.version { continue }
+                let isPending = held.hasChanges || (versions[held.modelId] == nil && held.modelState == ModelState.new)
+                if isPending {
+                    conflicted.append((held, record))
+                } else {
+                    clean.append(record)
+                }
+            } else if let removed = deletes[record.id] {
+                // Deleted here, changed on the server: the delete wins, against the new version.
+                guard versions.table.removed[removed]?.value != record.version.rawValue else { continue }
+                versions.table.updateRemoved(removed, value: record.version.rawValue)
+                let conflict = SyncConflict(
+                    record: record.id, kind: .deletedHere,
+                    versions: ConflictVersions(
+                        record: record.id, base: nil, local: ModelValue.Object(), remote: RecordForm.fields(of: record)),
+                    fields: [], merged: ModelValue.Object())
+                report.conflicts.append(conflict)
+                emit(.conflict(conflict))
+            } else {
+                clean.append(record)
+            }
+        }
+        report.pulled += load(clean, as: M.self, into: &report)
+        for (held, record) in conflicted {
+            if resolve(held, record, as: M.self, into: &report) { report.pulled += 1 }
+        }
+        for deletion in page.deletions {
+            if let held = ModelIdAssignment.heldModel(for: deletion.id, in: context) {
+                if held.hasChanges {
+                    let local = (try? RecordForm.values(of: held, objectIds: objectId(of:))) ?? ModelValue.Object()
+                    let conflict = SyncConflict(
+                        record: deletion.id, kind: .deletedOnServer,
+                        versions: ConflictVersions(
+                            record: deletion.id, base: nil, local: local, remote: ModelValue.Object()),
+                        fields: [], merged: ModelValue.Object())
+                    report.conflicts.append(conflict)
+                    emit(.conflict(conflict))
+                }
+                // No delete to push: the record is gone.
+                versions[held.modelId] = nil
+                held.removeFromContext()
+                report.removed += 1
+            } else if let removed = deletes[deletion.id] {
+                versions.table.forgetRemoved(removed)
+            }
+        }
+    }
+
+    /// The pending deletes by record.
+    func pendingDeleteIndex() -> [RecordID: ModelID] {
+        var index: [RecordID: ModelID] = [:]
+        for (id, entry) in versions.table.removed {
+            index[RecordID(collection: entry.modelName, id: entry.objectId)] = id
+        }
+        return index
+    }
+
+    /// Loads records as a fetch does (all at once; one by one when that fails, skipping and
+    /// reporting the records that do not decode). Returns how many were loaded.
+    private func load<M: RemoteModel>(_ records: [RemoteRecord], as type: M.Type, into report: inout SyncReport) -> Int {
+        guard !records.isEmpty else { return 0 }
+        do {
+            try loadAll(records, as: M.self)
+            return records.count
+        } catch {
+            var loaded = 0
+            for record in records {
+                do {
+                    try loadAll([record], as: M.self)
+                    loaded += 1
+                } catch {
+                    report.skipped.append(error)
+                }
+            }
+            return loaded
+        }
+    }
+
+    /// Loads `records` into the context, all or nothing, and records their versions.
+    func loadAll<M: RemoteModel>(_ records: [RemoteRecord], as type: M.Type) throws(ServiceError) {
+        var ids = ModelIdAssignment(caller: context)
+        var merged: [(record: RemoteRecord, modelId: ModelID)] = []
+        for record in records {
+            let held = ModelIdAssignment.heldModel(for: record.id, in: context)
+            guard let id = ids.assign(record, held: held?.modelId) else { continue }
+            merged.append((record, id))
+        }
+        for (record, _) in merged { try RecordCodec.checkPointers(of: record) }
+        do {
+            _ = try RecordCodec.load(merged, as: M.self, into: context, known: ids.assigned)
+        } catch {
+            let index = (error as? SerializationError)?.modelIndex
+            let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }
+            throw ServiceError(
+                .invalidResponse(expected: "a record that decodes as a \(M.modelName)", found: "\(error)"),
+                record: failed ?? records[0].id)
+        }
+        let versions = self.versions
+        for (record, id) in merged { versions[id] = record.version }
+    }
+}

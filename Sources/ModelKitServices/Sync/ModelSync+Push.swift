@@ -1,0 +1,74 @@
+import Foundation
+import ModelKit
+
+// The push: every model of the synced types that is new or changed, and every delete not pushed,
+// in one plan sent as a save sends it (referenced records first, preconditions on each write).
+// A retried create or update that the server already holds as sent counts as written (see
+// `KintoService`), and a delete of a record already gone is done: so a push repeated after a
+// crash, whose answers the store never recorded, applies nothing twice.
+
+extension ModelSync {
+    /// Pushes the pending changes; returns whether a write met a change made on the server
+    /// since the pull (another round then pulls it and pushes again).
+    func push(into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
+        let pending = pendingModels()
+        let deletes = pendingDeletes()
+        guard !pending.isEmpty || !deletes.isEmpty else { return false }
+        let plan = try SavePlan(models: pending, context: context, store: service.storeIdentifier)
+        var writes = plan.writes
+        var dependencies = plan.dependencies
+        for (_, entry) in deletes {
+            writes.append(
+                .delete(RecordID(collection: entry.modelName, id: entry.objectId), expected: RemoteVersion(entry.value)))
+            dependencies.append([])
+        }
+        let results: [RecordWriteResult]
+        do {
+            if let pipelined = service as? any PipelinedWrites {
+                results = try await pipelined.perform(writes, after: .dependencies(dependencies))
+            } else {
+                results = try await service.perform(writes)
+            }
+        } catch {
+            plan.rollBack()
+            throw error
+        }
+        guard results.count == writes.count else {
+            plan.rollBack()
+            throw ServiceError(.invalidResponse(expected: "\(writes.count) results", found: "\(results.count)"))
+        }
+        plan.commit(Array(results.prefix(plan.writes.count)), versions: versions)
+        var again = false
+        var failure: ServiceError?
+        var written = 0
+        var failed = 0
+        for (index, result) in results.enumerated() {
+            let isDelete = index >= plan.writes.count
+            switch result {
+            case .written:
+                written += 1
+                if isDelete {
+                    report.deleted += 1
+                    versions.table.forgetRemoved(deletes[index - plan.writes.count].0)
+                } else {
+                    report.pushed += 1
+                }
+            case .failed(let error):
+                if isDelete, error.code == .notFound {
+                    // Deleted already (by another device, or by this push before a crash).
+                    versions.table.forgetRemoved(deletes[index - plan.writes.count].0)
+                    continue
+                }
+                failed += 1
+                switch error.code {
+                case .conflict: again = true
+                case .notAttempted: break
+                default: if failure == nil { failure = error }
+                }
+            }
+        }
+        emit(.pushed(written: written, failed: failed))
+        if let failure { throw failure }
+        return again
+    }
+}
