@@ -154,4 +154,23 @@ struct RemovedEntriesTests {
             #expect(fresh.isEmpty)
         }
     }
+
+    @Test("A save that removes a model and gives its object id to a new one opens again")
+    func objectIdReusedInOneSave() throws {
+        try withStore { url, options in
+            do {
+                let store = try ModelStore(url: url, options: options)
+                let first = Author.instance(objectId: "x", in: store.context)
+                first.name = "First"
+                try store.save()
+                first.removeFromContext()
+                let second = Author.instance(objectId: "x", in: store.context)
+                second.name = "Second"
+                try store.save()
+            }
+            let reopened = try ModelStore(url: url, options: options)
+            #expect(reopened.context.models(of: Author.self).map(\.name) == ["Second"])
+            #expect(reopened.context.model(Author.self, objectId: "x")?.name == "Second")
+        }
+    }
 }

@@ -240,3 +240,32 @@ extension ModelContext {
         for table in metadataTables.values where table.keepsRemovedEntries { table.modelReturned(id) }
     }
 }
+
+extension ModelContext {
+    /// Runs `body` with the models of `ids` unindexed by object id (as if already removed), then
+    /// indexes again those still in the context: a store's replay loads a record's models before
+    /// it removes the models the record removed, and a loaded model may have one's object id.
+    func withObjectIdsReleased<Result>(of ids: [ModelID], _ body: () throws -> Result) rethrows -> Result {
+        guard !ids.isEmpty else { return try body() }
+        let models = ids.compactMap { model(withId: $0) }
+        var released: [(ObjectKey, any Model)] = []
+        withRegistry { registry in
+            for model in models {
+                guard let objectId = model.objectId else { continue }
+                let key = ObjectKey(type: ObjectIdentifier(type(of: model)), objectId: objectId)
+                if registry.objectIds[key] === model {
+                    registry.objectIds[key] = nil
+                    released.append((key, model))
+                }
+            }
+        }
+        defer {
+            withRegistry { registry in
+                for (key, model) in released where registry.models[model.modelId] != nil && registry.objectIds[key] == nil {
+                    registry.objectIds[key] = model
+                }
+            }
+        }
+        return try body()
+    }
+}

@@ -35,15 +35,17 @@ enum RecordForm {
     /// `objectIds` gives the object id of a model id (the values' pointers name models by id).
     static func normalized(_ values: ModelValue.Object, objectIds: (ModelID) -> String?) -> ModelValue.Object {
         var object = ModelValue.Object()
-        for (key, value) in values { object[key] = pointersByObjectId(value, objectIds) }
+        for (key, value) in values { object[key] = pointersByObjectId(value, objectIds) ?? .null }
         let id = RecordID(collection: "record", id: "form")
         return RemoteRecord(id: id, version: RemoteVersion("0"), fields: object).fields
     }
 
-    private static func pointersByObjectId(_ value: ModelValue, _ objectIds: (ModelID) -> String?) -> ModelValue {
+    /// `value` with its pointers by object id; `nil` for a pointer to a model that is gone
+    /// (removed, its record deleted): it reads as none, so arrays leave it out.
+    private static func pointersByObjectId(_ value: ModelValue, _ objectIds: (ModelID) -> String?) -> ModelValue? {
         switch value {
         case .array(let elements):
-            return .array(elements.map { pointersByObjectId($0, objectIds) })
+            return .array(elements.compactMap { pointersByObjectId($0, objectIds) })
         case .object(let object):
             if object["__type"] == "ModelPointer", case .string(let model)? = object["model"] {
                 var pointer = ModelValue.Object()
@@ -51,14 +53,15 @@ enum RecordForm {
                 pointer["model"] = .string(model)
                 if let objectId = object["objectId"] {
                     pointer["objectId"] = objectId
-                } else if case .string(let text)? = object["modelId"], let id = ModelID(text) {
-                    // A model without an object id has no record to name; its id stands in.
-                    pointer["objectId"] = .string(objectIds(id) ?? text)
+                } else if case .string(let text)? = object["modelId"], let id = ModelID(text), let objectId = objectIds(id) {
+                    pointer["objectId"] = .string(objectId)
+                } else {
+                    return nil
                 }
                 return .object(pointer)
             }
             var result = ModelValue.Object()
-            for (key, member) in object { result[key] = pointersByObjectId(member, objectIds) }
+            for (key, member) in object { result[key] = pointersByObjectId(member, objectIds) ?? .null }
             return .object(result)
         default:
             return value

@@ -151,20 +151,24 @@ struct StoreOpening {
         } catch {
             throw damage(at: offset, expected: "a save record", found: error.found)
         }
-        if !record.document.isEmpty {
-            do {
-                try context.load(record.document, options: options, isolation: isolation)
-            } catch let error as SerializationError {
-                // Said in the journal's terms: where the record is, and offsets in the journal.
-                let document = offset + JournalFormat.frameSize + payload.count - record.document.count
-                throw error.inJournalRecord(at: offset, documentAt: document)
+        // The models the record removes give their object ids up first: the record's models,
+        // loaded before the removals, may reuse them (a record deleted, a new model for its id).
+        try context.withObjectIdsReleased(of: record.removed) {
+            if !record.document.isEmpty {
+                do {
+                    try context.load(record.document, options: options, isolation: isolation)
+                } catch let error as SerializationError {
+                    // Said in the journal's terms: where the record is, and offsets in the journal.
+                    let document = offset + JournalFormat.frameSize + payload.count - record.document.count
+                    throw error.inJournalRecord(at: offset, documentAt: document)
+                }
             }
-        }
-        // The record's `tracking` says what the tables keep of the models it removes.
-        context.replaysJournal = true
-        defer { context.replaysJournal = false }
-        for id in record.removed {
-            context.model(withId: id)?.removeFromContext()
+            // The record's `tracking` says what the tables keep of the models it removes.
+            context.replaysJournal = true
+            defer { context.replaysJournal = false }
+            for id in record.removed {
+                context.model(withId: id)?.removeFromContext()
+            }
         }
     }
 
