@@ -283,7 +283,8 @@ extension Benchmarks {
         if operation.batchSize != nil, let line = result.notes.first(where: { $0.hasPrefix("also timed: \(renamesAlone)") }),
             let seconds = line.split(separator: " ").compactMap({ Double($0) }).first
         {
-            result.notes.append(contentsOf: Self.beyondRenames(modelKit: result.rows[0].seconds, peer: result.rows[1].seconds, renames: seconds))
+            result.notes.append(
+                contentsOf: Self.beyondRenames(modelKit: result.rows[0].seconds, peer: result.rows[1].seconds, renames: seconds))
         }
         result.selectivity = Double(expected) / Double(n)
         let unit = operation.batchSize.map { "a batch of \(min($0, expected)) renames" } ?? "one operation"
