@@ -43,4 +43,36 @@ struct OrderedModelsTests {
             #expect(models.chunks.allSatisfy { $0.capacity <= max(2 * $0.count + 8, 32) }, "step \(step)")
         }
     }
+
+    private struct Stop: Error {}
+
+    @Test("The first position at or after a value is the sorted array's, over many chunks, ties, both ends and no models")
+    func partitioningIndexMatchesAnArray() throws {
+        var random = SplitMix64(seed: 3)
+        #expect(OrderedModels<Item>().partitioningIndex { _ in true } == 0)
+        for count in [1, 2, 255, 256, 257, 1_500] {
+            // Values with runs of ties, some across chunk boundaries.
+            let values = (0..<count).map { _ in Int.random(in: 0..<(count / 4 + 2), using: &random) }.sorted()
+            var models = OrderedModels(values.map(Item.init))
+            // Chunks of uneven sizes too: insert and remove in the middle, keeping the order.
+            if count > 300 {
+                models.insert(Item(values[150]), at: 150)
+                models.remove(at: 10)
+            }
+            let reference = models.elements.map(\.value)
+            for probe in -1...(count / 4 + 3) {
+                let expected = reference.firstIndex { $0 >= probe } ?? reference.count
+                #expect(models.partitioningIndex { $0.value >= probe } == expected, "\(count) models, value \(probe)")
+            }
+        }
+        // An error of the predicate comes out, from the search of the chunks or of one chunk.
+        let models = OrderedModels((0..<1_000).map(Item.init))
+        #expect(throws: Stop.self) { try models.partitioningIndex { _ in throw Stop() } }
+        #expect(throws: Stop.self) {
+            try models.partitioningIndex { item in
+                if item.value % 256 == 255 { return item.value >= 600 }
+                throw Stop()
+            }
+        }
+    }
 }

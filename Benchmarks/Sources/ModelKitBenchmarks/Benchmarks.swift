@@ -105,6 +105,7 @@ enum Benchmarks {
         liveInsert,
         liveRemove,
         liveBatch,
+        liveBatchFew,
         relationshipsAppend,
         relationshipsCascade,
         storeSave1,

@@ -13,6 +13,9 @@ import ModelKit
 //   them in one `context.batchChanges { … }`: the live query collects the renamed models and
 //   places them all at the batch's end, with one change set; the peer re-runs and diffs once,
 //   after them.
+// - live-batch-few: the same with 100 renames: a batch of few changes among many results, whose
+//   end places them by binary search where k * 8 log n < n (100 of 15,000 results), by a walk
+//   where not (100 of 1,000).
 //
 // ModelKit and the peer each have their own context (a live query follows every change of its
 // context, so one shared context would charge the peer with the live query's work). The single
@@ -25,20 +28,36 @@ extension Benchmarks {
     static let liveInsert = Benchmark(name: "live-insert") { data, session in try liveResults(.insert, n: data.n, session: &session) }
     static let liveRemove = Benchmark(name: "live-remove") { data, session in try liveResults(.remove, n: data.n, session: &session) }
     static let liveBatch = Benchmark(name: "live-batch") { data, session in try liveResults(.batch, n: data.n, session: &session) }
+    static let liveBatchFew = Benchmark(name: "live-batch-few") { data, session in
+        try liveResults(.fewBatch, n: data.n, session: &session)
+    }
 }
 
-/// The extra subject of live-batch: the 1,000 renames with no live query listening.
+/// The extra subject of the batch rows: the renames with no live query listening.
 private let renamesAlone = "the renames alone, no live query"
 
 /// What a live benchmark times.
 enum LiveOperation {
-    case edit, insert, remove, batch
+    case edit, insert, remove
+    /// 1,000 renames in one batch (live-batch).
+    case batch
+    /// 100 renames in one batch (live-batch-few).
+    case fewBatch
 
     /// Operations per timed run of ModelKit and of the peer; rows are per operation (per batch).
     var perRun: (live: Int, peer: Int) {
         switch self {
         case .edit, .insert, .remove: (1_000, 20)
-        case .batch: (1, 1)
+        case .batch, .fewBatch: (1, 1)
+        }
+    }
+
+    /// The renames of one batch; `nil` for single operations.
+    var batchSize: Int? {
+        switch self {
+        case .edit, .insert, .remove: nil
+        case .batch: 1_000
+        case .fewBatch: 100
         }
     }
 }
@@ -127,7 +146,6 @@ extension Benchmarks {
     {
         let expected = mine.matching.count
         let (livePerRun, peerPerRun) = operation.perRun
-        let batchSize = 1_000
 
         // The memory a live query holds beyond its results: the C heap's growth while making it
         // (after one made and released, so that lazily built caches are not counted), less an
@@ -228,8 +246,8 @@ extension Benchmarks {
                     }
                     return differences
                 }, verify: { try expect($0, peerPerRun, "removals") })
-        case .batch:
-            let size = min(batchSize, expected)
+        case .batch, .fewBatch:
+            let size = min(operation.batchSize ?? 0, expected)
             modelKit = Subject(
                 "ModelKit",
                 body: {
@@ -262,18 +280,14 @@ extension Benchmarks {
         var result = try BenchmarkResult(timing: [modelKit, rerun], extras: extras, session: &session)
         result.rows[0].seconds /= Double(livePerRun)
         result.rows[1].seconds /= Double(peerPerRun)
-        if operation == .batch, let line = result.notes.first(where: { $0.hasPrefix("also timed: \(renamesAlone)") }),
+        if operation.batchSize != nil, let line = result.notes.first(where: { $0.hasPrefix("also timed: \(renamesAlone)") }),
             let seconds = line.split(separator: " ").compactMap({ Double($0) }).first
         {
-            // The update alone: each row less the renames both of them made.
-            let live = result.rows[0].seconds - seconds
-            let peerUpdate = result.rows[1].seconds - seconds
             result.notes.append(
-                "beyond the renames: ModelKit's update \(fixed(live * 1000, 2)) ms, re-run + diff \(fixed(peerUpdate * 1000, 2)) ms: "
-                    + (live > 0 ? "\(fixed(peerUpdate / live, 2))x" : "ModelKit's batch took no longer than the renames alone"))
+                contentsOf: Self.beyondRenames(modelKit: result.rows[0].seconds, peer: result.rows[1].seconds, renames: seconds))
         }
         result.selectivity = Double(expected) / Double(n)
-        let unit = operation == .batch ? "a batch of \(min(batchSize, expected)) renames" : "one operation"
+        let unit = operation.batchSize.map { "a batch of \(min($0, expected)) renames" } ?? "one operation"
         result.notes.append(
             "\(expected) of \(n) authors match, sorted by name; seconds per \(unit) "
                 + "(ModelKit timed \(livePerRun) at a time, the peer \(peerPerRun)); the context indexes age")
@@ -303,5 +317,20 @@ extension Benchmarks {
         session.checksum.add(changedRows)
         blackHole(array)
         return result
+    }
+
+    /// The notes of a batch row on what its update costs beyond the renames both subjects make
+    /// (`renames`, timed alone in the same run), and the best ratio the whole row could show:
+    /// the peer's batch against the renames alone, as if ModelKit's update cost nothing.
+    static func beyondRenames(modelKit: Double, peer: Double, renames: Double) -> [String] {
+        let live = modelKit - renames
+        let peerUpdate = peer - renames
+        return [
+            "beyond the renames (\(fixed(renames * 1000, 2)) ms alone): ModelKit's update \(fixed(live * 1000, 2)) ms, "
+                + "re-run + diff's \(fixed(peerUpdate * 1000, 2)) ms: "
+                + (live > 0 ? "ratio \(fixed(peerUpdate / live, 2))x" : "ModelKit's batch took no longer than the renames alone"),
+            "best reachable whole-row ratio (re-run + diff / renames alone, an update costing nothing): "
+                + (renames > 0 ? "\(fixed(peer / renames, 2))x" : "no renames timed"),
+        ]
     }
 }

@@ -44,22 +44,31 @@ struct OrderedModels<Element: AnyObject> {
     ///
     /// - Complexity: O(log n) calls of `isAtOrAfter`.
     func partitioningIndex(where isAtOrAfter: (Element) throws -> Bool) rethrows -> Int {
-        // The first chunk whose last model is at or after, then the first model in it.
-        var low = 0
-        var high = chunks.count
-        while low < high {
-            let middle = (low + high) / 2
-            if try isAtOrAfter(chunks[middle][chunks[middle].count - 1]) { high = middle } else { low = middle + 1 }
+        // Read through buffer pointers: this code is not specialized for the model type, and
+        // `chunks[middle][…]` retained the chunk's array and the model for every step (most
+        // of a batch's search time went to retains and releases, in a `perf record -g` of
+        // live-batch-few).
+        try chunks.withUnsafeBufferPointer { chunks in
+            // The first chunk whose last model is at or after, then the first model in it.
+            var low = 0
+            var high = chunks.count
+            while low < high {
+                let middle = (low + high) / 2
+                let atOrAfter = try chunks[middle].withUnsafeBufferPointer { try isAtOrAfter($0[$0.count - 1]) }
+                if atOrAfter { high = middle } else { low = middle + 1 }
+            }
+            guard low < chunks.count else { return count }
+            let first = try chunks[low].withUnsafeBufferPointer { models in
+                var first = 0
+                var last = models.count
+                while first < last {
+                    let middle = (first + last) / 2
+                    if try isAtOrAfter(models[middle]) { last = middle } else { first = middle + 1 }
+                }
+                return first
+            }
+            return starts[low] + first
         }
-        guard low < chunks.count else { return count }
-        let chunk = chunks[low]
-        var first = 0
-        var last = chunk.count
-        while first < last {
-            let middle = (first + last) / 2
-            if try isAtOrAfter(chunk[middle]) { last = middle } else { first = middle + 1 }
-        }
-        return starts[low] + first
     }
 
     /// Inserts `element` at `position` (0...count).
@@ -128,10 +137,16 @@ struct OrderedModels<Element: AnyObject> {
 
     private mutating func recountStarts(from chunk: Int) {
         guard chunk < chunks.count else { return }
-        var start = chunk == 0 ? 0 : starts[chunk - 1] + chunks[chunk - 1].count
-        for index in chunk..<chunks.count {
-            starts[index] = start
-            start += chunks[index].count
+        // Through buffer pointers, as in `partitioningIndex`: reading a chunk's count from the
+        // array of arrays retained and released that chunk, in unspecialized code.
+        chunks.withUnsafeBufferPointer { chunks in
+            starts.withUnsafeMutableBufferPointer { starts in
+                var start = chunk == 0 ? 0 : starts[chunk - 1] + chunks[chunk - 1].count
+                for index in chunk..<chunks.count {
+                    starts[index] = start
+                    start += chunks[index].count
+                }
+            }
         }
     }
 }

@@ -1,0 +1,123 @@
+import Foundation
+import ModelKitTestSupport
+import Testing
+
+@testable import ModelKit
+
+/// A model sorted by a struct whose first stored property is a string, at the struct's offset,
+/// but whose order is not that string's.
+final class LiveLabelled: ModelObject<LiveLabelled.Properties> {
+    struct Label: Codable, Comparable, Sendable {
+        var text = ""
+        var rank = 0
+
+        static func < (a: Label, b: Label) -> Bool { (a.rank, a.text) < (b.rank, b.text) }
+    }
+
+    struct Properties: ModelProperties {
+        var label = Label()
+    }
+}
+
+// A live query ordered by one key path to a stored `String` compares a search's entries as the
+// strings read in place (LiveOrder's `stringKey`); these check it against a re-run of the query,
+// both ways, for single edits and for batches placed by search and by a walk, and that orders
+// only looking like it (an optional string, a struct starting with a string) keep the general
+// comparison.
+@Suite("Live results ordered by a string key path")
+@MainActor struct LiveResultsStringOrderTests {
+    /// `count` writers with names from a few values (so that many tie and the id decides), in a
+    /// new context.
+    private func writers(_ count: Int, names: [String]) -> (ModelContext, [LiveWriter]) {
+        let context = ModelContext()
+        let all = (0..<count).map { index in
+            let writer = LiveWriter.instance(objectId: "w\(index)", in: context)
+            writer.name = names[index % names.count]
+            writer.age = index
+            return writer
+        }
+        return (context, all)
+    }
+
+    @Test(
+        "Batches of renames with ties, placed by search and by a walk, ascending and descending, equal a re-run",
+        arguments: [(true, 0), (false, 0), (true, 8), (false, 8)])
+    func renamedBatches(ascending: Bool, searchCostFactor: Int) throws {
+        let names = ["", "Ann", "ann", "Bob", "Åsa", "Zoë", "bob", "a longer name than fits in place"]
+        let (context, all) = writers(120, names: names)
+        let checked = try CheckedLiveResults(
+            LiveWriter.query(in: context).where(\.age, .lessThan(100)).sorted(by: \.name, ascending: ascending),
+            searchCostFactor: searchCostFactor)
+        var random = SplitMix64(seed: 33)
+        for round in 0..<30 {
+            let count = 1 + Int(random.next() % 12)
+            context.batchChanges {
+                for _ in 0..<count {
+                    let writer = all[Int(random.next() % UInt64(all.count))]
+                    writer.name = names[Int(random.next() % UInt64(names.count))]
+                    if random.next() % 5 == 0 { writer.age = Int(random.next() % 130) }  // in or out of the filter
+                }
+            }
+            #expect(try checked.equalsRerun(), "round \(round)")
+        }
+        // And single renames, placed one at a time.
+        for round in 0..<40 {
+            all[Int(random.next() % UInt64(all.count))].name = names[Int(random.next() % UInt64(names.count))]
+            #expect(try checked.equalsRerun(), "single \(round)")
+        }
+        if searchCostFactor == 0 { #expect(checked.live.walkedBatches == 0) }
+    }
+
+    @Test("An optional string key path, nil included, keeps the general comparison and equals a re-run")
+    func optionalString() throws {
+        let (context, all) = writers(40, names: ["x"])
+        for (index, writer) in all.enumerated() { writer.nickname = index % 3 == 0 ? nil : "n\(index % 7)" }
+        let checked = try CheckedLiveResults(
+            LiveWriter.query(in: context).sorted(by: \.nickname, ascending: false), searchCostFactor: 0)
+        context.batchChanges {
+            all[0].nickname = "n9"
+            all[1].nickname = nil
+            all[5].nickname = "a"
+        }
+        all[7].nickname = "zz"
+        #expect(try checked.equalsRerun())
+    }
+
+    @Test("A struct key whose first property is a string, at the same offset, is ordered by its own <")
+    func structStartingWithString() throws {
+        let context = ModelContext()
+        let all = (0..<30).map { index in
+            let model = LiveLabelled.instance(in: context)
+            // The text's order is the reverse of the rank's.
+            model.label = .init(text: "t\(100 - index)", rank: index)
+            return model
+        }
+        let query = LiveLabelled.query(in: context).sorted(by: \.label)
+        let live = try query.live()
+        live.searchCostFactor = 0
+        context.batchChanges {
+            all[0].label = .init(text: "a", rank: 50)
+            all[29].label = .init(text: "z", rank: -1)
+            all[10].label.rank = 20
+        }
+        all[3].label = .init(text: "m", rank: 15)
+        #expect(try query.results().map(ObjectIdentifier.init) == live.map(ObjectIdentifier.init))
+        #expect(live.first === all[29] && live.last === all[0])
+    }
+
+    @Test("A batch's update events carry an overridden model name, the same for every model")
+    func overriddenModelName() throws {
+        let context = ModelContext()
+        let authors = (0..<3).map { _ in RenamedAuthor.instance(in: context) }
+        var names: [String] = []
+        let token = context.observeChanges { event in
+            if event.kind == .updated { names.append(event.modelName) }
+        }
+        context.batchChanges {
+            for (index, author) in authors.enumerated() { author.name = "a\(index)" }
+        }
+        authors[0].name = "again"
+        #expect(names == ["Writer", "Writer", "Writer", "Writer"])
+        token.cancel()
+    }
+}
