@@ -45,6 +45,12 @@ let package = Package(
             dependencies: ["ModelKitServices"],
             path: "Tests/ServiceClientChild"
         ),
+        // Changes, saves and syncs a store, over and over, until the sync's kill test kills it.
+        .executableTarget(
+            name: "SyncKillChild",
+            dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport"],
+            path: "Tests/SyncKillChild"
+        ),
         .testTarget(
             name: "ModelKitTests",
             dependencies: ["ModelKit", "ModelKitTestSupport", "PersistenceWriterChild", "StoreKillChild"],
@@ -54,7 +60,8 @@ let package = Package(
         .testTarget(
             name: "ModelKitServicesTests",
             dependencies: [
-                "ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceClientChild", "ModelKitServiceTesting",
+                "ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceClientChild", "SyncKillChild",
+                "ModelKitServiceTesting",
             ]),
         // An adapter written as a third party writes one: public API only, no server.
         .testTarget(

@@ -1,0 +1,215 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+import Testing
+
+@testable import ModelKitServices
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A process that changes, saves and syncs a store, killed with SIGKILL at random moments over
+/// and over (Tests/SyncKillChild; issue #34). After each kill the test opens the store, syncs it,
+/// and checks that the store and the server agree, and that every change a save returned for is
+/// there (the change whose save was cut short may or may not be), none applied twice.
+@Suite("Offline sync: killed while syncing", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
+struct SyncKillTests {
+    static let childExecutable: URL? = {
+        let candidates = [
+            Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent(),
+        ]
+        return candidates.map { $0.appendingPathComponent("SyncKillChild") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    /// What one child reported.
+    struct Reports {
+        var opened = false
+        /// The changes of each save that returned, in order.
+        var acknowledged: [[Substring]] = []
+        /// The changes of the save under way when the child died.
+        var inFlight: [Substring]?
+        var syncing = false
+        var synced = 0
+        var errors: [String] = []
+
+        mutating func read(_ line: Substring) {
+            let words = line.split(separator: " ")
+            switch words.first {
+            case "opened": opened = true
+            case "saving": inFlight = Array(words.dropFirst())
+            case "saved":
+                if let inFlight { acknowledged.append(inFlight) } else { errors.append("saved without saving") }
+                inFlight = nil
+            case "syncing": syncing = true
+            case "synced", "sync-failed":
+                syncing = false
+                synced += 1
+            default: errors.append(String(line))
+            }
+        }
+    }
+
+    /// Runs the child until `delay` after it opened its store, then kills it (a backstop kills
+    /// it after two minutes, should it hang before).
+    static func runAndKill(_ child: URL, _ arguments: [String], delay: Duration) async throws -> Reports {
+        try await withCheckedThrowingContinuation { continuation in
+            // The reads block: off the tests' cooperative threads.
+            DispatchQueue.global().async {
+                do {
+                    continuation.resume(returning: try runAndKillBlocking(child, arguments, delay: delay))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    private static func runAndKillBlocking(_ child: URL, _ arguments: [String], delay: Duration) throws -> Reports {
+        let process = Process()
+        process.executableURL = child
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let pid = process.processIdentifier
+        let backstop = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: backstop)
+        var reports = Reports()
+        var pending = Data()
+        var killScheduled = false
+        while true {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            pending += chunk
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                reports.read(Substring(String(decoding: pending[pending.startIndex..<end], as: UTF8.self)))
+                pending = Data(pending[(end + 1)...])
+            }
+            if reports.opened, !killScheduled {
+                killScheduled = true
+                let (seconds, attoseconds) = delay.components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { kill(pid, SIGKILL) }
+            }
+        }
+        process.waitUntilExit()
+        backstop.cancel()
+        if process.terminationReason != .uncaughtSignal {
+            reports.errors.append("the child exited with status \(process.terminationStatus)")
+        }
+        return reports
+    }
+
+    /// The tracked value of each record (a writer's name, an article's title), by record.
+    typealias State = [RecordID: String]
+
+    /// `state` with `changes` applied.
+    static func applying(_ changes: [Substring], to state: State) -> State {
+        var state = state
+        for change in changes {
+            let parts = change.split(separator: ":", maxSplits: 2)
+            guard parts.count >= 2 else { continue }
+            let path = parts[1].split(separator: "/")
+            let id = RecordID(collection: String(path[0]), id: String(path[1]))
+            switch parts[0] {
+            case "create": state[id] = state[id] ?? ""
+            case "set": state[id] = String(parts[2].split(separator: "=", maxSplits: 1)[1])
+            case "delete": state[id] = nil
+            default: break
+            }
+        }
+        return state
+    }
+
+    static func serverState(_ service: KintoService) async throws -> State {
+        var state = State()
+        for (collection, field) in [("Writer", "name"), ("Article", "title")] {
+            var cursor: RecordCursor?
+            repeat {
+                let page = try await service.listRecords(RecordListRequest(collection: collection), after: cursor)
+                for record in page.records {
+                    if case .string(let value)? = record.fields[field] { state[record.id] = value }
+                }
+                cursor = page.next
+            } while cursor != nil
+        }
+        return state
+    }
+
+    static func localState(_ context: ModelContext) -> State {
+        var state = State()
+        for writer in context.models(of: Writer.self) where writer.modelState != .needsData {
+            state[RecordID(collection: "Writer", id: writer.objectId ?? "?")] = writer.name
+        }
+        for article in context.models(of: Article.self) where article.modelState != .needsData {
+            state[RecordID(collection: "Article", id: article.objectId ?? "?")] = article.title
+        }
+        return state
+    }
+
+    @Test(
+        "A store killed at random moments while it changes, saves and syncs loses no acknowledged change and applies none twice")
+    func killedWhileSyncing() async throws {
+        try? ModelRegistry.register(Writer.self, Article.self)
+        let child = try #require(Self.childExecutable, "the SyncKillChild executable was not built")
+        let server = try await KintoServer.shared.value
+        let service = try await KintoServer.freshService()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-synckill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("device.store")
+        var random = SplitMix64(seed: 17)
+        var expected = State()
+        var kills = (saving: 0, syncing: 0, other: 0, inFlightKept: 0)
+        var acknowledged = 0
+        for round in 0..<100 {
+            let seed = random.next() % 1_000_000
+            let delay = Duration.milliseconds(Int.random(in: 50...1_200, using: &random))
+            let reports = try await Self.runAndKill(
+                child, [url.path, server.url.absoluteString, service.bucket, server.user, server.password, String(seed)],
+                delay: delay)
+            let context = "round \(round), child seed \(seed)"
+            try #require(reports.errors.isEmpty, "\(context): \(reports.errors)")
+            for changes in reports.acknowledged { expected = Self.applying(changes, to: expected) }
+            acknowledged += reports.acknowledged.count
+            if reports.inFlight != nil {
+                kills.saving += 1
+            } else if reports.syncing {
+                kills.syncing += 1
+            } else {
+                kills.other += 1
+            }
+            // Relaunch: open the store and sync it, as the app would.
+            let store = try ModelStore(url: url)
+            let sync = ModelSync(store: store, service: service, models: [Writer.self, Article.self])
+            try await sync.sync()
+            let local = Self.localState(store.context)
+            let remote = try await Self.serverState(service)
+            #expect(local == remote, "\(context): the store and the server differ")
+            #expect(sync.pendingChangeCount == 0, "\(context)")
+            store.close()
+            if let inFlight = reports.inFlight {
+                let withIt = Self.applying(inFlight, to: expected)
+                #expect(
+                    remote == expected || remote == withIt,
+                    "\(context): the server holds neither \(expected) nor \(withIt) but \(remote)")
+                if remote == withIt, remote != expected {
+                    kills.inFlightKept += 1
+                    expected = withIt
+                }
+            } else {
+                #expect(remote == expected, "\(context): expected \(expected), found \(remote)")
+            }
+            guard remote == expected else { break }
+        }
+        print(
+            "sync kill: \(kills.saving) kills while saving (\(kills.inFlightKept) kept), \(kills.syncing) while syncing, \(kills.other) otherwise; \(acknowledged) saves acknowledged; \(expected.count) records"
+        )
+        #expect(kills.syncing >= 10 && acknowledged >= 100)
+    }
+}
