@@ -57,6 +57,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         /// (narrow it with conditions the server evaluates), or a fetch's references reach more
         /// records than its `maximumRecords` allows (fetch with a smaller `referenceDepth`).
         case queryTooBroad
+        /// A sync's store holds changes not pushed yet that would be lost or sent as another
+        /// user's: logging out, or syncing the store with a service of another user or server.
+        case pendingChanges
     }
 
     enum Kind: Sendable {
@@ -81,6 +84,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case invalidQuery(String)
         case queryTooBroad(maximum: Int)
         case tooManyReferences(maximum: Int)
+        case pendingChanges(count: Int, reason: String)
     }
 
     let kind: Kind
@@ -129,6 +133,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .notConfigured: .notConfigured
         case .invalidQuery: .invalidQuery
         case .queryTooBroad, .tooManyReferences: .queryTooBroad
+        case .pendingChanges: .pendingChanges
         }
     }
 
@@ -219,6 +224,8 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .tooManyReferences(let maximum):
             return "expected the fetch\(subject) to reach at most \(maximum) records with its references but found more: "
                 + "fetch with a smaller referenceDepth or a larger maximumRecords"
+        case .pendingChanges(let count, let reason):
+            return "expected no changes waiting to be pushed\(subject) but found \(count): \(reason)"
         }
     }
 }

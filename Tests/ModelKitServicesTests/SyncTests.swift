@@ -302,6 +302,79 @@ struct SyncTests {
         #expect(offline.lastError != nil)
         #expect(one.writer("w")?.hasChanges == true)
     }
+
+    @Test("Logging out with changes not pushed is refused, unless they are discarded; it empties the store")
+    func logOut() async throws {
+        let (one, _) = try await Self.twoDevices()
+        one.writer("w")?.name = "Not pushed"
+        try await one.store.save()
+        let refused = await #expect(throws: ServiceError.self) { try await one.sync.logOut() }
+        #expect(refused?.code == .pendingChanges)
+        #expect(one.writer("w")?.name == "Not pushed")
+        try await one.sync.logOut(discardingPendingChanges: true)
+        #expect(one.context.models(of: Writer.self).isEmpty && one.context.models(of: Article.self).isEmpty)
+        #expect(one.service.credentials == nil)
+        #expect(one.sync.pendingChangeCount == 0 && one.sync.lastSuccessfulSync == nil)
+        try one.relaunch()
+        #expect(one.context.models(of: Writer.self).isEmpty)
+    }
+
+    @Test("A store synced with one user refuses to sync with another")
+    func anotherUser() async throws {
+        let (one, _) = try await Self.twoDevices()
+        let server = try await KintoServer.shared.value
+        let other = KintoService(
+            url: server.url, bucket: one.service.bucket, user: "someone-else", password: "x", timeout: .seconds(60))
+        let sync = ModelSync(store: one.store, service: other, models: [Writer.self, Article.self])
+        let error = await #expect(throws: ServiceError.self) { try await sync.sync() }
+        #expect(error?.code == .pendingChanges)
+        #expect(error.map { "\($0)" }?.contains("someone-else") == true)
+        #expect(error.map { "\($0)" }?.contains(server.password) == false)
+    }
+
+    @Test("Progress counts the records pulled and the writes pushed; cancelling it stops the sync")
+    func progress() async throws {
+        let (one, two) = try await Self.twoDevices()
+        one.writer("w")?.name = "Progress"
+        let progress = Progress(totalUnitCount: 0)
+        try await one.sync.sync(progress: progress)
+        #expect(progress.totalUnitCount >= 1 && progress.completedUnitCount == progress.totalUnitCount)
+        let cancelled = Progress(totalUnitCount: 0)
+        cancelled.cancel()
+        let error = await #expect(throws: ServiceError.self) { try await two.sync.sync(progress: cancelled) }
+        #expect(error?.code == .cancelled)
+        try await two.sync.sync()
+        #expect(two.writer("w")?.name == "Progress")
+    }
+
+    @Test("A periodic sync runs until its task is cancelled, and stops when the server refuses the credentials")
+    @MainActor func periodic() async throws {
+        let (one, two) = try await Self.twoDevices()
+        let events = two.sync.events
+        let running = Task { try await two.sync.syncPeriodically(every: .milliseconds(100)) }
+        one.writer("w")?.name = "Periodic"
+        try await one.sync.sync()
+        var finished = 0
+        for await event in events {
+            if case .finished = event { finished += 1 }
+            if finished >= 2, two.writer("w")?.name == "Periodic" { break }
+        }
+        running.cancel()
+        try await running.value
+        #expect(two.writer("w")?.name == "Periodic")
+
+        let server = try await KintoServer.shared.value
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-sync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try ModelStore(url: folder.appendingPathComponent("refused.store"))
+        let refused = KintoService(
+            url: server.url, bucket: one.service.bucket, user: server.user, password: "wrong", timeout: .seconds(60))
+        let sync = ModelSync(store: store, service: refused, models: [Writer.self, Article.self])
+        let error = await #expect(throws: ServiceError.self) { try await sync.syncPeriodically(every: .milliseconds(10)) }
+        #expect(error?.code == .unauthorized)
+        #expect(sync.lastError?.code == .unauthorized)
+    }
 }
 
 /// A count that an observation's change handler may bump from any thread.

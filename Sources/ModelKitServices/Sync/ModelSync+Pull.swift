@@ -25,6 +25,8 @@ extension ModelSync {
             let page = try await service.changes(in: collection, since: since, after: cursor)
             if timestamp == nil { timestamp = page.timestamp }
             merge(page, as: M.self, into: &report)
+            let count = page.records.count + page.deletions.count
+            try advance(by: count, total: count)
             emit(.pulled(collection: collection, records: page.records.count, deletions: page.deletions.count))
             cursor = page.next
         } while cursor != nil

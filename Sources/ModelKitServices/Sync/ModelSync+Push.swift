@@ -14,6 +14,7 @@ extension ModelSync {
         let pending = pendingModels()
         let deletes = pendingDeletes()
         guard !pending.isEmpty || !deletes.isEmpty else { return false }
+        try advance(by: 0, total: pending.count + deletes.count)
         let plan = try SavePlan(models: pending, context: context, store: service.storeIdentifier)
         var writes = plan.writes
         var dependencies = plan.dependencies
@@ -68,6 +69,7 @@ extension ModelSync {
             }
         }
         emit(.pushed(written: written, failed: failed))
+        try advance(by: pending.count + deletes.count, total: 0)
         if let failure { throw failure }
         return again
     }

@@ -3,7 +3,7 @@ import ModelKit
 import Observation
 
 /// Keeps a store's models in step with a backend, offline first: the app edits, inserts,
-/// deletes and saves its store whether or not the server answers, and ``sync(isolation:)`` pulls
+/// deletes and saves its store whether or not the server answers, and ``sync(progress:isolation:)`` pulls
 /// what changed on the server since the last sync, merges it into the context by identity, then
 /// pushes what changed here.
 ///
@@ -46,6 +46,8 @@ public final class ModelSync {
     /// Calls waiting for the running sync to end.
     var waiting: [CheckedContinuation<Void, Never>] = []
     var eventContinuations: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+    /// The running sync's progress, if its caller gave one.
+    var progress: Progress?
 
     /// A sync of `store`'s models of the types in `models` with `service`.
     ///
@@ -135,6 +137,14 @@ extension ModelSync: Observable {
         }
     }
 
+    /// Counts `count` units done on the caller's progress; throws when it was cancelled.
+    func advance(by count: Int, total: Int) throws(ServiceError) {
+        guard let progress else { return }
+        progress.totalUnitCount += Int64(total)
+        progress.completedUnitCount += Int64(count)
+        if progress.isCancelled { throw ServiceError(.cancelled("the sync's progress was cancelled")) }
+    }
+
     func setSyncing(_ value: Bool) {
         registrar.withMutation(of: self, keyPath: \.isSyncing) { syncing = value }
         registrar.withMutation(of: self, keyPath: \.pendingChangeCount) {}
@@ -164,16 +174,20 @@ extension ModelSync {
     /// ``ConflictPolicy``. The push then creates, replaces (`If-Match` the version last seen)
     /// and deletes records, referenced ones first, as ``ModelService/save(_:isolation:)`` does.
     ///
+    /// - Parameter progress: Counts the records pulled and the writes pushed as they go (its
+    ///   total grows with each page and push); cancelling it stops the sync between requests,
+    ///   keeping what was merged and pushed, with ``ServiceError/Code/cancelled``.
     /// - Returns: What was pulled, pushed and settled.
     /// - Throws: ``ServiceError`` when the server cannot be reached or refuses (the store then
     ///   keeps every change still to push, and what was merged before the error is saved);
     ///   the store's ``ModelKit/PersistenceError`` or ``ModelKit/SerializationError`` when it
-    ///   cannot save.
+    ///   cannot save; ``ServiceError/Code/pendingChanges`` when the store syncs with another
+    ///   service or user (see ``logOut(discardingPendingChanges:isolation:)``).
     /// - Complexity: O(*n*) in the models of the synced types (finding what to push), plus
     ///   O(*c*) in the size of the records changed on either side, plus the requests: one per
     ///   page of changes per collection and the push's batches.
     @discardableResult
-    public func sync(isolation: isolated (any Actor)? = #isolation) async throws -> SyncReport {
+    public func sync(progress: Progress? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> SyncReport {
         while syncing {
             await withCheckedContinuation { waiting.append($0) }
         }
@@ -186,7 +200,10 @@ extension ModelSync {
             for waiter in waiters { waiter.resume() }
         }
         var report = SyncReport()
+        self.progress = progress
+        defer { self.progress = nil }
         do {
+            try checkOwner()
             assignObjectIds()
             var again = true
             while again, report.rounds < max(1, maximumRounds) {
