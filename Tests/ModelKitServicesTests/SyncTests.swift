@@ -375,6 +375,47 @@ struct SyncTests {
         #expect(error?.code == .unauthorized)
         #expect(sync.lastError?.code == .unauthorized)
     }
+
+    @Test("A model made without an object id keeps the one its first sync gave it when the push is cut short")
+    func objectIdKeptAcrossFailedPush() async throws {
+        let service = try await KintoServer.freshService()
+        let proxy = try await FaultProxy.start()
+        defer { proxy.stop() }
+        let device = try Device(service: proxy.service(bucket: service.bucket))
+        let writer = Writer.instance(in: device.context)
+        writer.name = "No id yet"
+        try await device.store.save()
+        // The pull gets through; every try of the push is dropped.
+        try await proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 50]])
+        await #expect(throws: ServiceError.self) { try await device.sync.sync() }
+        let assigned = try #require(writer.objectId)
+        try device.relaunch()
+        let relaunched = try #require(device.context.models(of: Writer.self).first)
+        #expect(relaunched.objectId == assigned)
+        var synced = false
+        for _ in 0..<60 where !synced {
+            // The drops left in the proxy's queue are used up by these attempts.
+            synced = (try? await device.sync.sync()) != nil
+        }
+        #expect(synced)
+        let page = try await service.listRecords(RecordListRequest(collection: "Writer"), after: nil)
+        #expect(page.records.map(\.id.id) == [assigned])
+    }
+
+    @Test("A first sync that fails does not tie the store to its service")
+    func failedFirstSyncBindsNothing() async throws {
+        let service = try await KintoServer.freshService()
+        let server = try await KintoServer.shared.value
+        let device = try Device(service: service)
+        let nowhere = KintoService(
+            url: URL(string: "http://127.0.0.1:9/v1")!, bucket: "b", user: server.user, password: server.password,
+            timeout: .seconds(5))
+        let offline = ModelSync(store: device.store, service: nowhere, models: [Writer.self, Article.self])
+        Writer.instance(objectId: "w", in: device.context).name = "Offline first"
+        await #expect(throws: ServiceError.self) { try await offline.sync() }
+        let report = try await device.sync.sync()
+        #expect(report.pushed == 1)
+    }
 }
 
 /// A count that an observation's change handler may bump from any thread.

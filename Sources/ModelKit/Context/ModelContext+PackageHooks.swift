@@ -189,7 +189,7 @@ extension ModelContext {
     /// Records that what the `tracking` member says of the model with `id` changed (a server
     /// version, or the model's state after a push), without counting as a change of the model:
     /// ``changes`` and ``hasChanges`` do not show it, a ``ModelStore``'s save writes it.
-    func noteTrackingChanged(_ id: ModelID) {
+    package func noteTrackingChanged(_ id: ModelID) {
         withRegistry { registry in
             guard registry.models[id] != nil else { return }
             registry.log.tracked.insert(id)

@@ -87,18 +87,14 @@ extension ModelSync {
     /// Where the store records the service it syncs with.
     static let ownerKey = "ModelKitServices.sync owner"
 
-    /// Checks that the store syncs with this service (server, bucket and user) and records it
-    /// on the first sync: its versions and pending changes are that user's.
+    /// Checks that the store syncs with this service (server, bucket and user): the first sync
+    /// that succeeds records it, and the store's versions and pending changes are that user's.
     ///
     /// - Throws: ``ServiceError/Code/pendingChanges`` for another user's store (its changes would
     ///   be pushed as this user's, its models would mix with theirs).
     func checkOwner() throws(ServiceError) {
         let identity = service.storeIdentifier
-        guard let owner = context.packageValue(Self.ownerKey) else {
-            context.setPackageValue(identity, forKey: Self.ownerKey)
-            return
-        }
-        guard owner != identity else { return }
+        guard let owner = context.packageValue(Self.ownerKey), owner != identity else { return }
         throw ServiceError(
             .pendingChanges(
                 count: pendingModels().count,

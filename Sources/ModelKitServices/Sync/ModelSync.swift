@@ -215,6 +215,7 @@ extension ModelSync {
             }
             let now = Date()
             context.setPackageValue(String(now.timeIntervalSince1970), forKey: Self.lastSyncKey(service))
+            context.setPackageValue(service.storeIdentifier, forKey: Self.ownerKey)
             try await store.save()
             setOutcome(error: nil, finishedAt: now)
             emit(.finished(report))
@@ -237,6 +238,8 @@ extension ModelSync {
         for type in models {
             for model in allModels(type) where model.objectId == nil && model.modelState != .needsData {
                 model.objectId = random.makeString()
+                // Saved with the pull: a push cut short must be retried under the same id.
+                context.noteTrackingChanged(model.modelId)
             }
         }
     }
