@@ -416,6 +416,61 @@ struct SyncTests {
         let report = try await device.sync.sync()
         #expect(report.pushed == 1)
     }
+
+    @Test("A log-out waits for the sync under way, so no record of the user is merged after it")
+    @MainActor func logOutDuringSync() async throws {
+        let (one, _) = try await Self.twoDevices()
+        let fresh = try Device(service: one.service)
+        let running = Task { @MainActor in try await fresh.sync.sync() }
+        while !fresh.sync.isSyncing { await Task.yield() }
+        try await fresh.sync.logOut(discardingPendingChanges: true)
+        _ = try await running.value
+        #expect(fresh.context.models(of: Writer.self).isEmpty && fresh.context.models(of: Article.self).isEmpty)
+        try fresh.relaunch()
+        #expect(fresh.context.models(of: Writer.self).isEmpty && fresh.context.models(of: Article.self).isEmpty)
+        #expect(fresh.context.packageValue(ModelSync.ownerKey) == nil)
+    }
+
+    @Test("A conflict whose merge does not decode fails the sync, and is merged again once the policy is fixed")
+    func unmergeableConflict() async throws {
+        let (one, two) = try await Self.twoDevices()
+        two.sync.setPolicy(
+            .custom { versions in
+                var fields = versions.remote
+                fields["age"] = "not a number"
+                return fields
+            }, for: Writer.self)
+        one.writer("w")?.name = "One"
+        try await one.sync.sync()
+        two.writer("w")?.name = "Two"
+        let error = await #expect(throws: ServiceError.self) { try await two.sync.sync() }
+        #expect(error?.code == .conflict)
+        #expect(two.sync.lastError?.code == .conflict)
+        #expect(two.writer("w")?.name == "Two")
+        two.sync.setPolicy(.threeWay, for: Writer.self)
+        try await two.sync.sync()
+        try await one.sync.sync()
+        #expect(two.writer("w")?.name == "One" && one.writer("w")?.name == "One")
+        #expect(two.sync.pendingChangeCount == 0)
+    }
+
+    @Test("A model made here keeps its object id when the server deletes an earlier record of that id")
+    func newModelSurvivesDeleteOfSameId() async throws {
+        let (one, two) = try await Self.twoDevices()
+        let first = Article.instance(objectId: "dup", in: one.context)
+        first.title = "one's"
+        try await one.sync.sync()
+        first.removeFromContext()
+        try await one.sync.sync()
+        let mine = Article.instance(objectId: "dup", in: two.context)
+        mine.title = "two's offline work"
+        try await two.store.save()
+        let report = try await two.sync.sync()
+        #expect(report.removed == 0 && report.conflicts.isEmpty)
+        #expect(two.article("dup")?.title == "two's offline work")
+        try await one.sync.sync()
+        #expect(one.article("dup")?.title == "two's offline work")
+    }
 }
 
 /// A count that an observation's change handler may bump from any thread.

@@ -21,6 +21,7 @@ extension ModelSync {
         let since = context.packageValue(key).map(RemoteVersion.init)
         var cursor: RecordCursor?
         var timestamp: RemoteVersion?
+        let skipped = report.skipped.count
         repeat {
             let page = try await service.changes(in: collection, since: since, after: cursor)
             if timestamp == nil { timestamp = page.timestamp }
@@ -30,7 +31,9 @@ extension ModelSync {
             emit(.pulled(collection: collection, records: page.records.count, deletions: page.deletions.count))
             cursor = page.next
         } while cursor != nil
-        if let timestamp { context.setPackageValue(timestamp.rawValue, forKey: key) }
+        // A record skipped (it does not decode, or its merge does not) is pulled again next time:
+        // the collection's version moves only past records that were merged.
+        if let timestamp, report.skipped.count == skipped { context.setPackageValue(timestamp.rawValue, forKey: key) }
     }
 
     /// Merges one page: new records and records this device did not change are loaded as a
@@ -70,6 +73,9 @@ extension ModelSync {
         }
         for deletion in page.deletions {
             if let held = ModelIdAssignment.heldModel(for: deletion.id, in: context) {
+                // A model made here (or a placeholder given values here) and never pushed is not
+                // the deleted record: it is created.
+                if versions[held.modelId] == nil, held.modelState != .needsData || held.hasChanges { continue }
                 if held.hasChanges {
                     let local = (try? RecordForm.values(of: held, objectIds: objectId(of:))) ?? ModelValue.Object()
                     let conflict = SyncConflict(

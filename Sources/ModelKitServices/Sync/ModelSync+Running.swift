@@ -49,7 +49,8 @@ extension ModelSync {
 
     /// Forgets the user's data on this device and logs the service out: every model of the
     /// synced types leaves the store, with what the sync kept about them, the store is saved,
-    /// and a ``UserService`` logs out. The next user starts from an empty store.
+    /// and a ``UserService`` logs out. The next user starts from an empty store. A sync under
+    /// way finishes first; syncs started meanwhile wait for the log-out.
     ///
     /// ```swift
     /// try await sync.sync()          // push what is pending first
@@ -62,6 +63,9 @@ extension ModelSync {
     ///   be discarded (nothing is changed then); the store's errors; the service's log-out errors.
     /// - Complexity: O(*n*) in the models of the synced types.
     public func logOut(discardingPendingChanges: Bool = false, isolation: isolated (any Actor)? = #isolation) async throws {
+        // A sync under way would merge and save this user's records after the log-out.
+        await beginExclusive()
+        defer { endExclusive() }
         let pending = pendingChangeCount
         if pending > 0, !discardingPendingChanges {
             throw ServiceError(

@@ -188,17 +188,9 @@ extension ModelSync {
     ///   page of changes per collection and the push's batches.
     @discardableResult
     public func sync(progress: Progress? = nil, isolation: isolated (any Actor)? = #isolation) async throws -> SyncReport {
-        while syncing {
-            await withCheckedContinuation { waiting.append($0) }
-        }
-        setSyncing(true)
+        await beginExclusive()
         emit(.started)
-        defer {
-            setSyncing(false)
-            let waiters = waiting
-            waiting = []
-            for waiter in waiters { waiter.resume() }
-        }
+        defer { endExclusive() }
         var report = SyncReport()
         self.progress = progress
         defer { self.progress = nil }
@@ -212,6 +204,11 @@ extension ModelSync {
                 try await store.save()
                 again = try await push(into: &report)
                 try await store.save()
+            }
+            if again {
+                // Still refused after the last round: the server keeps changing the record, or
+                // its version here cannot move (a record the pull skipped). Not a success.
+                throw ServiceError(.conflict(current: nil))
             }
             let now = Date()
             context.setPackageValue(String(now.timeIntervalSince1970), forKey: Self.lastSyncKey(service))
@@ -229,6 +226,22 @@ extension ModelSync {
             emit(.failed(serviceError))
             throw error
         }
+    }
+
+    /// Waits until no sync or log-out of this store runs, then marks one as running.
+    func beginExclusive(isolation: isolated (any Actor)? = #isolation) async {
+        while syncing {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        setSyncing(true)
+    }
+
+    /// Marks the running sync or log-out done, and lets the next one go.
+    func endExclusive() {
+        setSyncing(false)
+        let waiters = waiting
+        waiting = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Gives an object id (its record id) to every model of a synced type that has none, so
