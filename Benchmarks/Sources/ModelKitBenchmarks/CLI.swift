@@ -28,7 +28,9 @@ struct Options: Equatable {
     /// never start a server.
     func selects(_ name: String, needsServer: Bool = false) -> Bool {
         guard let filter else { return !needsServer }
-        return filter.split(separator: ",").contains { name.contains($0) && (!needsServer || $0.hasPrefix("service") || $0.hasPrefix("sync")) }
+        return filter.split(separator: ",").contains { part in
+            name.contains(part) && (!needsServer || part.hasPrefix("service") || part.hasPrefix("sync"))
+        }
     }
 
     /// The number of timed runs at size `n`: the `--runs` value, else 3 from a million posts up

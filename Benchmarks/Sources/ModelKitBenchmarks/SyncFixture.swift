@@ -57,8 +57,8 @@ struct SyncFixture: Sendable {
     func patchBodies(_ indices: [Int], round: Int, _ client: PeerClient) -> [PreparedBatch] {
         Self.batches(
             indices.map { i in
-                #"{"method":"PATCH","path":"\#(client.recordPath("Item", ids[i]))","# + #""body":{"data":{"name":"\#(Self.name(i, round: round))","#
-                    + #""score":\#(Self.score(i, round: round))}}}"#
+                #"{"method":"PATCH","path":"\#(client.recordPath("Item", ids[i]))","#
+                    + #""body":{"data":{"name":"\#(Self.name(i, round: round))","score":\#(Self.score(i, round: round))}}}"#
             })
     }
 
@@ -76,10 +76,19 @@ struct SyncFixture: Sendable {
     func load(into client: PeerClient) async throws -> [String: Int64] {
         let clock = ContinuousClock()
         let start = clock.now
-        let answers = try await client.sendBatches(createBodies(client))
-        let results = try Self.results(answers, expecting: 201, count: count)
-        if count >= 10_000 { printError("  loaded \(grouped(count)) records (\(duration(seconds(clock.now - start))))") }
-        return results
+        let batches = createBodies(client)
+        // 10,000 records at a time, so that a long load says how far it is.
+        let step = 10_000 / ServiceServer.batchLimit
+        var answers: [Data] = []
+        for first in stride(from: 0, to: batches.count, by: step) {
+            answers += try await client.sendBatches(Array(batches[first..<min(first + step, batches.count)]))
+            if count >= 10_000 {
+                printError(
+                    "  loaded \(grouped(min(count, (first + step) * ServiceServer.batchLimit))) of \(grouped(count)) records "
+                        + "(\(duration(seconds(clock.now - start))))")
+            }
+        }
+        return try Self.results(answers, expecting: 201, count: count)
     }
 
     /// The versions of the records written by `answers` (by id), after checking that there are
