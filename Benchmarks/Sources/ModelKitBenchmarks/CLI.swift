@@ -97,7 +97,8 @@ enum CLI {
         (n models in all) and reports saves per second, retries and refusals.
         The sync-* benchmarks (issue #34) run only with --filter sync (or one of their names), on
         the same server; n is the number of records, written there first by /batch requests
-        (100000: about a minute on the memory backend). sync-first syncs them into an empty store,
+        (10000: under a minute on the memory backend, which slows as it fills: 100000 would take
+        tens of minutes on a busy 2-core machine). sync-first syncs them into an empty store,
         sync-incremental pulls n/100 changed by another client, sync-push pushes n/10 local edits.
         The store-* benchmarks (issue #31) share one blog per size, built once, in a ModelStore and
         in SQLite through GRDB; the issue's numbers are at a million posts:
