@@ -11,7 +11,8 @@ struct Benchmark: Sendable {
     /// (`run` is then unused). They are only selected by a filter naming them.
     var runOnServer: (@Sendable (_ n: Int, _ session: inout Session) async throws -> BenchmarkResult)?
 
-    /// Whether it needs the Kinto server (and so runs only when a `--filter` part starts with "service").
+    /// Whether it needs the Kinto server (and so runs only when a `--filter` part starts with
+    /// "service" or "sync").
     var needsServer: Bool { runOnServer != nil }
 
     /// A benchmark with one table per size.
@@ -118,6 +119,9 @@ enum Benchmarks {
         serviceFetch,
         serviceQuery,
         serviceConcurrent,
+        syncFirst,
+        syncIncremental,
+        syncPush,
     ]
 
     static var names: [String] { all.map(\.name) }

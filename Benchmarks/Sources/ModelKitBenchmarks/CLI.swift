@@ -23,11 +23,14 @@ struct Options: Equatable {
 
     /// Whether `--filter` selects the benchmark called `name`.
     ///
-    /// The benchmarks that need the Kinto server (`service-*`) are selected only by a part that
-    /// starts with "service", so that the default run and `--filter query` never start a server.
+    /// The benchmarks that need the Kinto server (`service-*`, `sync-*`) are selected only by a
+    /// part that starts with "service" or "sync", so that the default run and `--filter query`
+    /// never start a server.
     func selects(_ name: String, needsServer: Bool = false) -> Bool {
         guard let filter else { return !needsServer }
-        return filter.split(separator: ",").contains { name.contains($0) && (!needsServer || $0.hasPrefix("service")) }
+        return filter.split(separator: ",").contains { part in
+            name.contains(part) && (!needsServer || part.hasPrefix("service") || part.hasPrefix("sync"))
+        }
     }
 
     /// The number of timed runs at size `n`: the `--runs` value, else 3 from a million posts up
@@ -92,6 +95,11 @@ enum CLI {
         service-query inserts n records first (100000: about 3 minutes) and queries 1% of them.
         service-concurrent has 8 clients save graphs of 25 models at once into one collection
         (n models in all) and reports saves per second, retries and refusals.
+        The sync-* benchmarks (issue #34) run only with --filter sync (or one of their names), on
+        the same server; n is the number of records, written there first by /batch requests
+        (10000: under a minute on the memory backend, which slows as it fills: 100000 would take
+        tens of minutes on a busy 2-core machine). sync-first syncs them into an empty store,
+        sync-incremental pulls n/100 changed by another client, sync-push pushes n/10 local edits.
         The store-* benchmarks (issue #31) share one blog per size, built once, in a ModelStore and
         in SQLite through GRDB; the issue's numbers are at a million posts:
           --filter store --sizes 1M

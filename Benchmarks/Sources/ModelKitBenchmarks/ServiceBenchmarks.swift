@@ -336,8 +336,10 @@ func timed(models: Int, metrics: () -> ServiceMetrics, _ body: () async throws -
 
 /// Runs every subject `session.runs` times, interleaved as ``measure(_:session:)`` does, and
 /// returns their medians (each column's median on its own) in a table; with `--subjects`, only
-/// the subjects named.
-func measureService(_ subjects: [ServiceSubject], n: Int, session: inout Session) async throws -> BenchmarkResult {
+/// the subjects named. `targets`: whether to add the notes of issue #17's targets (the save's).
+func measureService(_ subjects: [ServiceSubject], n: Int, session: inout Session, targets: Bool = true) async throws
+    -> BenchmarkResult
+{
     let subjects = subjects.filter { session.includes(subject: $0.name) }
     var samples = [[ServiceSample]](repeating: [], count: subjects.count)
     for round in 0..<session.runs {
@@ -365,7 +367,7 @@ func measureService(_ subjects: [ServiceSubject], n: Int, session: inout Session
         result.rows.append((subject.name, median(list.map(\.seconds))))
         result.serviceStats[subject.name] = stats
     }
-    result.notes += targetNotes(result, n: n)
+    if targets { result.notes += targetNotes(result, n: n) }
     return result
 }
 
