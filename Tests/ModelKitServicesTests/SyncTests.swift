@@ -279,6 +279,22 @@ struct SyncTests {
         #expect(!one.sync.isSyncing)
         #expect(try #require(one.sync.lastSuccessfulSync) > before)
         #expect(one.sync.lastError == nil)
+        // The count is heard of at the first change after a save, and at the save.
+        let counted = ChangeCount()
+        withObservationTracking {
+            _ = one.sync.pendingChangeCount
+        } onChange: {
+            counted.add()
+        }
+        one.writer("w")?.age = 77
+        #expect(counted.value == 1 && one.sync.pendingChangeCount == 1)
+        withObservationTracking {
+            _ = one.sync.pendingChangeCount
+        } onChange: {
+            counted.add()
+        }
+        try await one.store.save()
+        #expect(counted.value == 2)
         var seen: [String] = []
         for await event in events {
             switch event {
@@ -314,6 +330,11 @@ struct SyncTests {
         try await one.sync.logOut(discardingPendingChanges: true)
         #expect(one.context.models(of: Writer.self).isEmpty && one.context.models(of: Article.self).isEmpty)
         #expect(one.service.credentials == nil)
+        // A store that cannot save refuses the log-out before it forgets anything.
+        let (three, _) = try await Self.twoDevices()
+        three.store.close()
+        await #expect(throws: PersistenceError.self) { try await three.sync.logOut(discardingPendingChanges: true) }
+        #expect(three.writer("w") != nil && three.service.credentials != nil)
         #expect(one.sync.pendingChangeCount == 0 && one.sync.lastSuccessfulSync == nil)
         try one.relaunch()
         #expect(one.context.models(of: Writer.self).isEmpty)

@@ -60,7 +60,9 @@ extension ModelSync {
     /// - Parameter discardingPendingChanges: Whether changes not pushed yet may be lost; by
     ///   default they stop the log-out.
     /// - Throws: ``ServiceError/Code/pendingChanges`` when changes are not pushed yet and not to
-    ///   be discarded (nothing is changed then); the store's errors; the service's log-out errors.
+    ///   be discarded, and the store's errors when it cannot save: nothing is changed then. The
+    ///   store's errors from its last save (the device's copy is gone from memory, the store
+    ///   file still holds it), and the service's log-out errors (the store is empty).
     /// - Complexity: O(*n*) in the models of the synced types.
     public func logOut(discardingPendingChanges: Bool = false, isolation: isolated (any Actor)? = #isolation) async throws {
         // A sync under way would merge and save this user's records after the log-out.
@@ -71,6 +73,8 @@ extension ModelSync {
             throw ServiceError(
                 .pendingChanges(count: pending, reason: "logging out would lose them; sync first, or log out discarding them"))
         }
+        // A store that cannot save fails here, before anything is forgotten.
+        try await store.save()
         let versions = self.versions
         for type in models {
             for model in allModels(type) {

@@ -108,12 +108,15 @@ extension ModelSync: Observable {
     }
 
     /// How many records have changes the server does not have yet: models of the synced types
-    /// that are new or changed, and deletes not pushed. Observable: it is published when a sync
-    /// starts and ends; read it again after your own edits.
+    /// that are new or changed, and deletes not pushed. Observable: a reader hears when a sync
+    /// starts and ends, when the store is saved, and of the first change after a save (further
+    /// changes before the next save are not told one by one).
     ///
     /// - Complexity: O(*n*) in the models of the synced types.
     public var pendingChangeCount: Int {
         registrar.access(self, keyPath: \.pendingChangeCount)
+        // Read under the same observation: the store's saves and first changes reach the reader.
+        _ = store.needsSaving
         return pendingModels().count + pendingDeletes().count
     }
 
