@@ -115,8 +115,11 @@ struct SavePlan {
         for (item, result) in zip(items, results) {
             guard case .written(let version) = result else { continue }
             versions[item.model.modelId] = version
-            // Values changed while the request was in flight stay changes.
-            item.model.markSaved(resettingChanges: item.values.isUnchanged)
+            // Values changed while the request was in flight stay changes, against the values
+            // the server now has (the base of a later sync's merge).
+            let unchanged = item.values.isUnchanged
+            if !unchanged { item.values.rebaseChanges() }
+            item.model.markSaved(resettingChanges: unchanged)
         }
     }
 

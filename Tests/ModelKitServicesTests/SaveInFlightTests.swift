@@ -42,6 +42,10 @@ struct SaveInFlightTests {
 
         #expect(writer.hasChanges && writer.modelState == .loaded)
         #expect(writer.name == "Renamed while the save was in flight")
+        // The changes compare with what the server now has (a later merge's base): the name
+        // only, from the value saved.
+        #expect(writer.changes.properties == ["name"])
+        #expect(writer.changes["name"]?.oldValue == "Ann")
         #expect(!articles[0].hasChanges && !articles[1].hasChanges)
         let objectId = try #require(writer.objectId)
         #expect(try await Self.storedName(objectId, on: rig.direct) == "Ann")

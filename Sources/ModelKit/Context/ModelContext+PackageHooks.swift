@@ -30,7 +30,12 @@ extension Model {
         // The copy holds on to the values' storage, so none of it can be freed and reused at the
         // same address while the save is in flight: equal bits then mean the same values.
         let values = storage.values
-        return ModelValuesSnapshot { [self] in
+        return ModelValuesSnapshot(rebase: { [self] in
+            // The values the backend now stores become the ones changes compare with.
+            storage.box.baseline = .saved
+            changeTracker.original = values
+            changeTracker.restored = nil
+        }) { [self] in
             // The values now are compared where they are: a copy would retain and release each.
             let same = withUnsafeBytes(of: values) { before in
                 withUnsafeBytes(of: &storage.values) { after in
@@ -51,10 +56,16 @@ extension Model {
 
 /// A model's values at some moment (``Model/valuesSnapshot()``).
 package struct ModelValuesSnapshot {
+    /// Makes the snapshot's values the ones the model's changes compare with.
+    fileprivate let rebase: () -> Void
     fileprivate let compare: () -> Bool
 
     /// Whether the model's persisted values are those of the snapshot.
     package var isUnchanged: Bool { compare() }
+
+    /// Makes the snapshot's values the ones ``Model/changes`` compares with (what a backend
+    /// stores after a save of them), keeping what was written since as changes.
+    package func rebaseChanges() { rebase() }
 }
 
 extension ModelContext {
