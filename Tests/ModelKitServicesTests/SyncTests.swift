@@ -492,6 +492,24 @@ struct SyncTests {
         try await one.sync.sync()
         #expect(one.article("dup")?.title == "two's offline work")
     }
+
+    @Test("Two ModelSyncs of one store never sync at once: the second waits for the first")
+    @MainActor func twoSyncsOfOneStore() async throws {
+        let (one, _) = try await Self.twoDevices()
+        let second = ModelSync(store: one.store, service: one.service, models: [Writer.self, Article.self])
+        one.writer("w")?.name = "Both"
+        let first = Task { @MainActor in try await one.sync.sync() }
+        while !one.sync.isSyncing { await Task.yield() }
+        let other = Task { @MainActor in try await second.sync() }
+        var overlapped = false
+        while one.sync.isSyncing {
+            if second.isSyncing { overlapped = true }
+            await Task.yield()
+        }
+        let pushed = try await first.value.pushed + other.value.pushed
+        #expect(!overlapped)
+        #expect(pushed == 1)
+    }
 }
 
 /// A count that an observation's change handler may bump from any thread.

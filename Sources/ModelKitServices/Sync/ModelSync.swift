@@ -23,7 +23,8 @@ import Observation
 /// pushed, the deletes not pushed yet, and the version each collection was last pulled at. See
 /// Docs/Sync.md.
 ///
-/// A `ModelSync` belongs to its store's isolation domain, like the store; make one per store.
+/// A `ModelSync` belongs to its store's isolation domain, like the store. Syncs of one store
+/// never run at once, even from two `ModelSync`s of it.
 /// Its state (``isSyncing``, ``lastSuccessfulSync``, ``lastError``, ``pendingChangeCount``) is
 /// observable with the Observation framework.
 public final class ModelSync {
@@ -43,8 +44,6 @@ public final class ModelSync {
     var syncing = false
     var successfulSync: Date?
     var failure: ServiceError?
-    /// Calls waiting for the running sync to end.
-    var waiting: [CheckedContinuation<Void, Never>] = []
     var eventContinuations: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
     /// The running sync's progress, if its caller gave one.
     var progress: Progress?
@@ -231,19 +230,24 @@ extension ModelSync {
         }
     }
 
-    /// Waits until no sync or log-out of this store runs, then marks one as running.
+    /// Waits until no sync or log-out of this store runs (by any `ModelSync` of it), then marks
+    /// one as running.
     func beginExclusive(isolation: isolated (any Actor)? = #isolation) async {
-        while syncing {
-            await withCheckedContinuation { waiting.append($0) }
+        let gate = SyncGate.of(context)
+        while gate.isRunning {
+            await withCheckedContinuation { gate.waiting.append($0) }
         }
+        gate.isRunning = true
         setSyncing(true)
     }
 
     /// Marks the running sync or log-out done, and lets the next one go.
     func endExclusive() {
         setSyncing(false)
-        let waiters = waiting
-        waiting = []
+        let gate = SyncGate.of(context)
+        gate.isRunning = false
+        let waiters = gate.waiting
+        gate.waiting = []
         for waiter in waiters { waiter.resume() }
     }
 
@@ -282,5 +286,20 @@ extension ModelSync {
     func pendingDeletes() -> [(ModelID, ModelMetadataTable.RemovedEntry)] {
         let names = Set(models.map { $0.modelName })
         return versions.table.removed.filter { names.contains($0.value.modelName) }.sorted { $0.key < $1.key }
+    }
+}
+
+/// Whether a sync or log-out of a store runs, shared by every `ModelSync` of the store (kept in
+/// its context, whose isolation domain it belongs to), and who waits for it.
+final class SyncGate {
+    var isRunning = false
+    var waiting: [CheckedContinuation<Void, Never>] = []
+
+    static func of(_ context: ModelContext) -> SyncGate {
+        let key = "ModelKitServices.syncGate"
+        if let gate = context[packageState: key] as? SyncGate { return gate }
+        let gate = SyncGate()
+        context[packageState: key] = gate
+        return gate
     }
 }
