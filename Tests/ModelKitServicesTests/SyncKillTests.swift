@@ -33,6 +33,8 @@ struct SyncKillTests {
         var inFlight: [Substring]?
         var syncing = false
         var synced = 0
+        /// Whether the child finished its rounds and a last sync got through.
+        var done = false
         var errors: [String] = []
 
         mutating func read(_ line: Substring) {
@@ -47,6 +49,7 @@ struct SyncKillTests {
             case "synced", "sync-failed":
                 syncing = false
                 synced += 1
+            case "done": done = true
             default: errors.append(String(line))
             }
         }
@@ -54,7 +57,7 @@ struct SyncKillTests {
 
     /// Runs the child until `delay` after it opened its store, then kills it (a backstop kills
     /// it after two minutes, should it hang before).
-    static func runAndKill(_ child: URL, _ arguments: [String], delay: Duration) async throws -> Reports {
+    static func runAndKill(_ child: URL, _ arguments: [String], delay: Duration?) async throws -> Reports {
         try await withCheckedThrowingContinuation { continuation in
             // The reads block: off the tests' cooperative threads.
             DispatchQueue.global().async {
@@ -67,7 +70,7 @@ struct SyncKillTests {
         }
     }
 
-    private static func runAndKillBlocking(_ child: URL, _ arguments: [String], delay: Duration) throws -> Reports {
+    private static func runAndKillBlocking(_ child: URL, _ arguments: [String], delay: Duration?) throws -> Reports {
         let process = Process()
         process.executableURL = child
         process.arguments = arguments
@@ -78,10 +81,11 @@ struct SyncKillTests {
         try process.run()
         let pid = process.processIdentifier
         let backstop = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: backstop)
+        DispatchQueue.global().asyncAfter(deadline: .now() + (delay == nil ? 1_200 : 120), execute: backstop)
         var reports = Reports()
         var pending = Data()
-        var killScheduled = false
+        // A child run to its end (no delay) is not killed.
+        var killScheduled = delay == nil
         while true {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
@@ -92,14 +96,18 @@ struct SyncKillTests {
             }
             if reports.opened, !killScheduled {
                 killScheduled = true
-                let (seconds, attoseconds) = delay.components
+                let (seconds, attoseconds) = (delay ?? .zero).components
                 let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
                 DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { kill(pid, SIGKILL) }
             }
         }
         process.waitUntilExit()
         backstop.cancel()
-        if process.terminationReason != .uncaughtSignal {
+        if delay == nil {
+            if process.terminationReason != .exit || process.terminationStatus != 0 {
+                reports.errors.append("the child ended with \(process.terminationReason) \(process.terminationStatus)")
+            }
+        } else if process.terminationReason != .uncaughtSignal {
             reports.errors.append("the child exited with status \(process.terminationStatus)")
         }
         return reports
@@ -211,5 +219,101 @@ struct SyncKillTests {
             "sync kill: \(kills.saving) kills while saving (\(kills.inFlightKept) kept), \(kills.syncing) while syncing, \(kills.other) otherwise; \(acknowledged) saves acknowledged; \(expected.count) records"
         )
         #expect(kills.syncing >= 10 && acknowledged >= 100)
+    }
+}
+
+/// Two devices in two processes (two `SyncKillChild`s run for a number of rounds, each through a
+/// fault-injecting proxy of its own), changing, saving and syncing one bucket at the same time
+/// (issue #34). At the end both stores equal the server, every record made and never deleted is
+/// there, and every field that one device alone wrote holds its last acknowledged value.
+@Suite("Offline sync: two devices in two processes", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)
+struct SyncTwoProcessTests {
+    @Test("Two processes changing and syncing one bucket at once, through faults, end equal and lose no acknowledged change")
+    func twoProcessesConverge() async throws {
+        try? ModelRegistry.register(Writer.self, Article.self)
+        let child = try #require(SyncKillTests.childExecutable, "the SyncKillChild executable was not built")
+        let server = try await KintoServer.shared.value
+        let bucket = try await KintoServer.freshService().bucket
+        let proxies = [try await FaultProxy.start(), try await FaultProxy.start()]
+        defer { for proxy in proxies { proxy.stop() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-twoproc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let stores = [folder.appendingPathComponent("a.store"), folder.appendingPathComponent("b.store")]
+        func arguments(_ index: Int) -> [String] {
+            [
+                stores[index].path, proxies[index].url.absoluteString, bucket, server.user, server.password, String(11 + index),
+                "120",
+            ]
+        }
+        // Faults while both run: a few, at random moments, on either device.
+        let faults = Task {
+            var random = SplitMix64(seed: 5)
+            for _ in 0..<12 {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 100...600, using: &random)))
+                let fault: ModelValue = random.pick([
+                    ["match": "POST /v1/batch", "action": "drop"],
+                    ["match": "POST /v1/batch", "action": "drop_after"],
+                    ["match": "GET /v1/buckets", "action": "status", "status": 503],
+                    ["match": "GET /v1/buckets", "action": "status", "status": 429, "headers": ["Retry-After": "0"]],
+                    ["match": "GET /v1/buckets", "action": "cut"],
+                ])
+                try await proxies[Int.random(in: 0...1, using: &random)].inject([fault])
+            }
+        }
+        async let first = SyncKillTests.runAndKill(child, arguments(0), delay: nil)
+        async let second = SyncKillTests.runAndKill(child, arguments(1), delay: nil)
+        let reports = try await [first, second]
+        try await faults.value
+        for (index, report) in reports.enumerated() {
+            try #require(report.errors.isEmpty && report.done, "device \(index): \(report.errors)")
+        }
+        // Both settle: A, B, A (B's last sync pulled A's; A's pulls B's).
+        var states: [SyncKillTests.State] = [[:], [:]]
+        for index in [0, 1, 0, 1] {
+            let store = try ModelStore(url: stores[index])
+            let sync = ModelSync(
+                store: store, service: proxies[index].service(bucket: bucket), models: [Writer.self, Article.self])
+            var attempts = 0
+            while (try? await sync.sync()) == nil {
+                attempts += 1
+                try #require(attempts < 20, "device \(index) does not sync")
+            }
+            states[index] = SyncKillTests.localState(store.context)
+            store.close()
+        }
+        let remote = try await SyncKillTests.serverState(server.service(bucket: bucket))
+        #expect(states[0] == remote && states[1] == remote)
+
+        // What each device's acknowledged saves did.
+        var created = Set<RecordID>()
+        var deleted = Set<RecordID>()
+        var writes: [RecordID: [(device: Int, value: String)]] = [:]
+        for (device, report) in reports.enumerated() {
+            for change in report.acknowledged.joined() {
+                let parts = change.split(separator: ":", maxSplits: 2)
+                let path = parts[1].split(separator: "/")
+                let id = RecordID(collection: String(path[0]), id: String(path[1]))
+                switch parts[0] {
+                case "create": created.insert(id)
+                case "delete": deleted.insert(id)
+                case "set": writes[id, default: []].append((device, String(parts[2].split(separator: "=", maxSplits: 1)[1])))
+                default: break
+                }
+            }
+        }
+        for id in created.subtracting(deleted) { #expect(remote[id] != nil, "\(id) was lost") }
+        for id in deleted { #expect(remote[id] == nil, "\(id) came back") }
+        var checked = 0
+        for (id, list) in writes where !deleted.contains(id) && Set(list.map(\.device)).count == 1 {
+            checked += 1
+            #expect(
+                remote[id] == list.last?.value, "\(id): expected \(list.last?.value ?? "?"), found \(remote[id] ?? "nothing")")
+        }
+        let both = writes.count { !deleted.contains($0.key) && Set($0.value.map(\.device)).count == 2 }
+        print(
+            "two processes: \(reports.map(\.acknowledged.count)) saves, \(reports.map(\.synced)) syncs, \(remote.count) records, \(checked) fields written by one device, \(both) by both"
+        )
+        #expect(checked >= 10 && both >= 1)
     }
 }

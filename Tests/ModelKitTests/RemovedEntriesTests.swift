@@ -173,4 +173,25 @@ struct RemovedEntriesTests {
             #expect(reopened.context.model(Author.self, objectId: "x")?.name == "Second")
         }
     }
+
+    @Test("A placeholder comes back as a placeholder, from a store and from a file, not as a model with default values")
+    func placeholderSurvives() throws {
+        try withStore { url, options in
+            var placeholderId: ModelID?
+            do {
+                let store = try ModelStore(url: url, options: options)
+                _ = Self.synced(store.context)
+                let placeholder = Author.instance(objectId: "elsewhere", in: store.context)
+                #expect(placeholder.modelState == .needsData)
+                placeholderId = placeholder.modelId
+                try store.save()
+            }
+            let id = try #require(placeholderId)
+            let reopened = try ModelStore(url: url, options: options)
+            #expect(reopened.context.model(withId: id)?.modelState == .needsData)
+            let copy = ModelContext()
+            try copy.load(reopened.context.data(format: .binaryPropertyList))
+            #expect(copy.model(withId: id)?.modelState == .needsData)
+        }
+    }
 }

@@ -1,6 +1,8 @@
 // A helper process for the sync's kill test (issue #34): opens a store of writers and articles,
 // makes random changes, saves them and syncs with a Kinto server, over and over, until it is
-// killed. Usage: SyncKillChild <store path> <server url> <bucket> <user> <password> <seed>
+// killed, or for a number of rounds when given (a second device of the two-process test), after
+// which it syncs until a sync gets through, says `done` and exits.
+// Usage: SyncKillChild <store path> <server url> <bucket> <user> <password> <seed> [<rounds>]
 //
 // It reports on standard output, one line per event, each written by one `write`:
 //
@@ -8,6 +10,7 @@
 //     saving <change> [<change>…]            before save(): the changes that save writes
 //     saved                                  save() returned: the changes are acknowledged
 //     syncing / synced / sync-failed <why>   around sync()
+//     done                                   the rounds are over and a last sync got through
 //     error <description>                    anything else thrown; it then exits with status 1
 //
 // A change is `create:<collection>/<id>`, `set:<collection>/<id>:<field>=<value>` or
@@ -35,7 +38,10 @@ final class Article: ModelObject<Article.Properties>, RemoteModel {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 7, let url = URL(string: arguments[2]), let seed = UInt64(arguments[6]) else {
+let rounds = arguments.count == 8 ? Int(arguments[7]) : nil
+guard arguments.count == 7 || (arguments.count == 8 && rounds != nil), let url = URL(string: arguments[2]),
+    let seed = UInt64(arguments[6])
+else {
     FileHandle.standardError.write(Data("usage: SyncKillChild <store> <url> <bucket> <user> <password> <seed>\n".utf8))
     exit(2)
 }
@@ -57,7 +63,9 @@ func run() async throws {
         made += 1
         return "\(seed % 100_000)-\(made)"
     }
-    while true {
+    var round = 0
+    while rounds.map({ round < $0 }) ?? true {
+        round += 1
         var changes: [String] = []
         for _ in 0..<Int.random(in: 1...3, using: &random) {
             let writers = context.models(of: Writer.self).filter { $0.modelState != .needsData }
@@ -114,6 +122,20 @@ func run() async throws {
             }
         }
     }
+    // The rounds are over: sync until a sync gets through (faults may still be queued).
+    for _ in 0..<50 {
+        report("syncing")
+        do {
+            try await sync.sync()
+            report("synced")
+            report("done")
+            return
+        } catch let error as ServiceError {
+            report("sync-failed \(error.code)")
+        }
+    }
+    report("error no sync got through in 50 tries")
+    exit(1)
 }
 
 do {

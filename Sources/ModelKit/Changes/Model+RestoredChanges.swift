@@ -14,6 +14,12 @@ extension Model {
         storage.quietEpoch = 0
     }
 
+    /// Marks a model just loaded as the placeholder it was when it was written out
+    /// (``ModelState/needsData``): its values are its type's defaults, not a record's.
+    func restoreAsPlaceholder() {
+        storage.metadata.state = .needsData
+    }
+
     /// Makes the properties in `oldValues` (encoded, as ``ModelChanges/oldValues`` gives them)
     /// changes again: the values at the last reset are the loaded ones with those put back.
     /// Names that are not properties of the model are ignored.

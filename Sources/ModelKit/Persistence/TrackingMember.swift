@@ -8,6 +8,7 @@ import Foundation
 /// "tracking": {
 ///   "metadata": {"<namespace>": {"<modelId>": "<opaque string>"}},
 ///   "new": ["<modelId>"],
+///   "placeholders": ["<modelId>"],
 ///   "changed": {"<modelId>": {"<property>": <its value at the last reset>}},
 ///   "removed": {"<namespace>": {"<modelId>": ["<model name>", "<object id>", "<opaque string>"]}},
 ///   "values": {"<key>": "<opaque string>"}
@@ -27,6 +28,10 @@ struct TrackingMember {
     var metadata: [(namespace: String, values: [(ModelID, String)])] = []
     /// Models the app made and never saved (``ModelState/new``).
     var new: [ModelID] = []
+    /// Placeholders (``ModelState/needsData``) the app gave no values: written with their types'
+    /// default values, they would come back as models loaded with those values, and a backend
+    /// would take them for records to write.
+    var placeholders: [ModelID] = []
     /// Models whose changes since the last reset are kept: the old values of the changed
     /// properties (empty for a new model that was reset, so that it comes back without changes).
     var changed: [(ModelID, ModelValue.Object)] = []
@@ -58,6 +63,8 @@ struct TrackingMember {
         }
         for model in models {
             if model.modelState == .new { member.new.append(model.modelId) }
+            // Only one the app gave no values: one it did comes back with them, loaded.
+            if model.modelState == .needsData, !model.hasChanges { member.placeholders.append(model.modelId) }
             if let oldValues = model.trackedOldValues { member.changed.append((model.modelId, oldValues)) }
         }
         return member
@@ -81,6 +88,12 @@ struct TrackingMember {
         sink.beginArray()
         for id in new { sink.string(id.description) }
         sink.endArray()
+        if !placeholders.isEmpty {
+            sink.key("placeholders")
+            sink.beginArray()
+            for id in placeholders { sink.string(id.description) }
+            sink.endArray()
+        }
         sink.key("changed")
         sink.beginObject()
         for (id, oldValues) in changed {
@@ -126,6 +139,7 @@ struct TrackingMember {
             for (id, value) in values where loaded(id) { table.restore(value, for: id) }
         }
         for id in new where loaded(id) { context.model(withId: id)?.restoreAsNew() }
+        for id in placeholders where loaded(id) { context.model(withId: id)?.restoreAsPlaceholder() }
         for (id, oldValues) in changed where loaded(id) {
             context.model(withId: id)?.restoreChanges(oldValues: oldValues)
         }
@@ -204,6 +218,13 @@ extension TrackingMember {
                 return true
             }
             member.values = pairs
+        }
+        if let placeholders = try document.member(of: node, named: "placeholders") {
+            try expect(.array, placeholders, in: document, path: "tracking.placeholders", "an array of model ids")
+            for element in try document.elements(of: placeholders) {
+                try expect(.string, element, in: document, path: "tracking.placeholders", "a model id")
+                member.placeholders.append(try modelId(element, in: document, path: "tracking.placeholders"))
+            }
         }
         if let changed = try document.member(of: node, named: "changed") {
             try expect(.object, changed, in: document, path: "tracking.changed", "an object of old values by model id")
