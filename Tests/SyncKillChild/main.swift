@@ -118,7 +118,7 @@ func run() async throws {
                 try await sync.sync()
                 report("synced")
             } catch let error as ServiceError {
-                report("sync-failed \(error.code)")
+                report("sync-failed \(error.code) \(String(describing: error).prefix(200))")
             }
         }
     }
@@ -131,7 +131,7 @@ func run() async throws {
             report("done")
             return
         } catch let error as ServiceError {
-            report("sync-failed \(error.code)")
+            report("sync-failed \(error.code) \(String(describing: error).prefix(200))")
         }
     }
     report("error no sync got through in 50 tries")
