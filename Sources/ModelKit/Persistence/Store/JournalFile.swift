@@ -42,9 +42,20 @@ final class JournalFile {
                 .notARegularFile, path: path, operation: "open the journal", expected: "a regular file",
                 found: "something else")
         }
+        // A lock held by another store fails at once, but only after a short wait: a process
+        // that this one is starting holds copies of its descriptors until it runs its program
+        // (`posix_spawn` closes them then, O_CLOEXEC), so a store closed and opened again while
+        // a child starts can find its own last lock still held for a few milliseconds.
+        var waited = 0
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
+            if code == EWOULDBLOCK, waited < Self.lockWait {
+                let pause = min(max(waited, 1), Self.lockWait - waited)
+                usleep(useconds_t(pause * 1_000))
+                waited += pause
+                continue
+            }
             Posix.closeDescriptor(descriptor)
             if code == EWOULDBLOCK {
                 throw PersistenceError(
@@ -55,6 +66,10 @@ final class JournalFile {
         }
         self.descriptor = descriptor
     }
+
+    /// How long, in milliseconds, opening waits for a lock held by someone else before it
+    /// reports ``PersistenceError/Code/storeLocked``.
+    static let lockWait = 1_000
 
     deinit { close() }
 

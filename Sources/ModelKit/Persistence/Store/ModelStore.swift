@@ -115,7 +115,7 @@ public final class ModelStore {
     ///   - options: See ``Options``.
     ///   - isolation: The domain the store and its context belong to; leave it to the default.
     /// - Throws: ``PersistenceError``: ``PersistenceError/Code/storeLocked`` when another store has
-    ///   it open; ``PersistenceError/Code/damagedJournal`` (with the offset) for damage before the
+    ///   it open (after waiting up to a second for it to close); ``PersistenceError/Code/damagedJournal`` (with the offset) for damage before the
     ///   journal's last record; ``PersistenceError/Code/fileNotFound`` when the journal has saves
     ///   but the base is missing; the file system's errors. ``SerializationError`` when the base or
     ///   a record does not load. Nothing is changed on disk by a failed open, but for cutting off
