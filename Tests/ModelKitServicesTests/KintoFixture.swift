@@ -1,11 +1,10 @@
 import Foundation
 import ModelKit
-import Testing
-
 // The test models, Writer and Article, are declared once in Tests/ServiceTestModels, shared with
 // the child processes (Tests/SyncKillChild). Exported from here so that every file of the tests
 // sees them, as when they were declared in this file, without an import in each.
 @_exported import ServiceTestModels
+import Testing
 
 @testable import ModelKitServices
 
