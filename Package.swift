@@ -27,6 +27,12 @@ let package = Package(
             dependencies: ["ModelKit"],
             path: "Tests/ModelKitTestSupport"
         ),
+        // The service tests' models (a writer and their articles), shared with their child processes.
+        .target(
+            name: "ServiceTestModels",
+            dependencies: ["ModelKitServices", "ModelKit"],
+            path: "Tests/ServiceTestModels"
+        ),
         // Killed mid-write, over and over, by the atomic-write test.
         .executableTarget(
             name: "PersistenceWriterChild",
@@ -48,7 +54,7 @@ let package = Package(
         // Changes, saves and syncs a store, over and over, until the sync's kill test kills it.
         .executableTarget(
             name: "SyncKillChild",
-            dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport"],
+            dependencies: ["ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceTestModels"],
             path: "Tests/SyncKillChild"
         ),
         .testTarget(
@@ -61,7 +67,7 @@ let package = Package(
             name: "ModelKitServicesTests",
             dependencies: [
                 "ModelKitServices", "ModelKit", "ModelKitTestSupport", "ServiceClientChild", "SyncKillChild",
-                "ModelKitServiceTesting",
+                "ModelKitServiceTesting", "ServiceTestModels",
             ]),
         // An adapter written as a third party writes one: public API only, no server.
         .testTarget(

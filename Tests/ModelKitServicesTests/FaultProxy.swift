@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
@@ -45,13 +46,18 @@ struct FaultProxy: Sendable {
         let upstream = try #require(URL(string: "/", relativeTo: server.url)?.absoluteURL)
         // Bounded: a proxy that prints no port within 5 minutes (a hang: it takes well under a
         // second on an idle machine) is stopped, which ends the read.
-        let (process, line) = try await ChildOutput.read(
-            venv.appendingPathComponent("bin/python"),
-            [
-                root.appendingPathComponent("Scripts/fault-proxy").path, "--upstream", upstream.absoluteString,
-                "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "3600",
-            ], upTo: .firstLine, stopping: SIGTERM)
-        let pid = process.processIdentifier
+        let arguments = [
+            root.appendingPathComponent("Scripts/fault-proxy").path, "--upstream", upstream.absoluteString,
+            "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "3600",
+        ]
+        let python = venv.appendingPathComponent("bin/python")
+        let (pid, line) = try await ChildProcess.offCooperativeThreads {
+            let process = try ChildProcess(python, arguments, output: .standardOutput, stopping: SIGTERM)
+            let line = process.nextLine().map(String.init) ?? process.readToEnd()
+            // It runs on until stop().
+            process.cancelBackstop()
+            return (process.pid, line)
+        }
         guard line.hasPrefix("PROXY_PORT="),
             let port = Int(line.dropFirst("PROXY_PORT=".count).prefix(while: \.isNumber)),
             let url = URL(string: "http://127.0.0.1:\(port)/v1")
@@ -125,50 +131,6 @@ func waitUntil(
     while try await !condition() {
         guard ContinuousClock.now < deadline else { throw FixtureError("waited \(backstop) for \(what)") }
         try await Task.sleep(for: .milliseconds(20))
-    }
-}
-
-/// Runs a program of the tests' (a proxy, a child client) with its standard output piped, and
-/// reads that output on a thread of its own.
-enum ChildOutput {
-    enum Extent { case firstLine, end }
-
-    /// Starts `executable` and returns it with its output up to the first line break, or to its
-    /// end. A program that has not written that much within `backstop` (a hang) gets `signal`,
-    /// which ends the read.
-    static func read(
-        _ executable: URL, _ arguments: [String], upTo extent: Extent, stopping signal: Int32,
-        backstop: Duration = .seconds(300)
-    ) async throws -> (Process, String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let pid = process.processIdentifier
-        let watchdog = Task.detached {
-            guard (try? await Task.sleep(for: backstop)) != nil else { return }
-            kill(pid, signal)
-        }
-        defer { watchdog.cancel() }
-        let text: String = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var text = Data()
-                if extent == .end {
-                    text = output.fileHandleForReading.readDataToEndOfFile()
-                } else {
-                    while !text.contains(UInt8(ascii: "\n")) {
-                        let chunk = output.fileHandleForReading.availableData
-                        if chunk.isEmpty { break }
-                        text += chunk
-                    }
-                }
-                continuation.resume(returning: String(decoding: text, as: UTF8.self))
-            }
-        }
-        return (process, text)
     }
 }
 

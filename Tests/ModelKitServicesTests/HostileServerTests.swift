@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 import Testing
 
 @testable import ModelKitServices
@@ -118,22 +119,16 @@ struct HostileServerTests {
 
     // MARK: Answers over the limit
 
-    /// The ServiceClientChild executable, built with the tests.
-    static let childExecutable: URL? = {
-        let candidates = [
-            Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().deletingLastPathComponent(),
-        ]
-        return candidates.map { $0.appendingPathComponent("ServiceClientChild") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
-
     /// What the child process reported: each line's first word and the rest.
     static func runChild(_ arguments: [String]) async throws -> [String: [String]] {
-        let child = try #require(childExecutable, "the ServiceClientChild executable was not built")
+        let child = try #require(
+            ChildProcess.builtExecutable(named: "ServiceClientChild"), "the ServiceClientChild executable was not built")
         // Bounded: a child that hangs is killed after five minutes, which ends the read.
-        let (process, text) = try await ChildOutput.read(child, arguments, upTo: .end, stopping: SIGKILL)
-        process.waitUntilExit()
+        let text = try await ChildProcess.offCooperativeThreads {
+            let process = try ChildProcess(child, arguments, output: .standardOutput)
+            defer { process.waitUntilExit() }
+            return process.readToEnd()
+        }
         var lines: [String: [String]] = [:]
         for line in text.split(separator: "\n") {
             let words = line.split(separator: " ").map(String.init)

@@ -1,5 +1,9 @@
 import Foundation
 import ModelKit
+// The test models, Writer and Article, are declared once in Tests/ServiceTestModels, shared with
+// the child processes (Tests/SyncKillChild). Exported from here so that every file of the tests
+// sees them, as when they were declared in this file, without an import in each.
+@_exported import ServiceTestModels
 import Testing
 
 @testable import ModelKitServices
@@ -11,24 +15,6 @@ import Testing
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-
-/// The test models: a writer and their articles, referencing each other.
-final class Writer: ModelObject<Writer.Properties>, RemoteModel {
-    struct Properties: ModelProperties {
-        var name = ""
-        var age = 0
-        var born: Date?
-        var avatar: Data?
-        var articles = ModelArray<Article>()
-    }
-}
-
-final class Article: ModelObject<Article.Properties>, RemoteModel {
-    struct Properties: ModelProperties {
-        var title = ""
-        var author = ModelRef<Writer>()
-    }
-}
 
 /// One Kinto server for the whole test process, started on first use with Scripts/kinto-server
 /// (which installs Kinto into .build/kinto-venv if needed). The server stops by itself when this

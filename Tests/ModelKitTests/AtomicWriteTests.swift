@@ -15,14 +15,9 @@ struct AtomicWriteTests {
     static var childExecutable: URL? { builtExecutable(named: "PersistenceWriterChild") }
 
     /// An executable of this package, built next to the test bundle because the test target
-    /// depends on it.
+    /// depends on it (looked for next to this target's resources first).
     static func builtExecutable(named name: String) -> URL? {
-        let candidates = [
-            Bundle.module.bundleURL.deletingLastPathComponent(),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-        ]
-        return candidates.map { $0.appendingPathComponent(name) }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        ChildProcess.builtExecutable(named: name, lookingIn: [Bundle.module.bundleURL.deletingLastPathComponent()])
     }
 
     /// Checks that the file holds one complete generation: the marker model and all its items.
@@ -67,10 +62,7 @@ struct AtomicWriteTests {
             var killedMidWrite = 0
             var nextGeneration = 1
             for round in 0..<20 {
-                let process = Process()
-                process.executableURL = child
-                process.arguments = [url.path, format, String(nextGeneration)]
-                try process.run()
+                let writer = try ChildProcess(child, [url.path, format, String(nextGeneration)], output: .none)
                 if round == 0 {
                     // Once, let a write complete, so that the file is known to change under the kills.
                     let deadline = Date().addingTimeInterval(60)
@@ -78,9 +70,8 @@ struct AtomicWriteTests {
                 } else {
                     usleep(UInt32(20_000 + Int(generator.next() % 300_000)))
                 }
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                #expect(process.terminationReason == .uncaughtSignal)
+                writer.send(SIGKILL)
+                #expect(writer.waitUntilExit().reason == .uncaughtSignal)
                 let entries = try FileManager.default.contentsOfDirectory(atPath: directory.path)
                 if entries.count > 1 { killedMidWrite += 1 }
                 let number = try Self.checkComplete(url)

@@ -1,4 +1,5 @@
 import Foundation
+import ModelKitTestSupport
 import Testing
 
 /// The peak memory of large in-memory outputs (issue #37: "extra memory of an in-memory output ≤
@@ -11,15 +12,11 @@ struct InMemoryPeakTests {
     /// What the child printed: "OUTPUT", "FAILED", "EXTRA_KB", "AFTER_KB".
     static func measure(_ kind: String, megabytes: Int, fail: Bool = false) throws -> [String: String] {
         let child = try #require(AtomicWriteTests.childExecutable, "the PersistenceWriterChild executable was not built")
-        let process = Process()
-        process.executableURL = child
-        process.arguments = ["--peak", kind, String(megabytes)] + (fail ? ["fail"] : [])
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "the child ended with \(process.terminationStatus): \(text)")
+        let process = try ChildProcess(
+            child, ["--peak", kind, String(megabytes)] + (fail ? ["fail"] : []), output: .standardOutput, backstop: nil)
+        let text = process.readToEnd()
+        let status = process.waitUntilExit().status
+        #expect(status == 0, "the child ended with \(status): \(text)")
         var fields: [String: String] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1)

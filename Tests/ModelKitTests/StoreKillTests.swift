@@ -67,38 +67,18 @@ struct StoreKillTests {
     static func runAndKill(_ child: URL, _ arguments: [String], completions: Int, inFlight: Bool, delay: UInt32)
         throws -> Reports
     {
-        let process = Process()
-        process.executableURL = child
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let pid = process.processIdentifier
-        let backstop = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: backstop)
+        let process = try ChildProcess(child, arguments, backstop: .seconds(120))
         var reports = Reports()
-        var pending = Data()
-        func take(_ chunk: Data) {
-            pending += chunk
-            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                reports.read(Substring(String(decoding: pending[pending.startIndex..<end], as: UTF8.self)))
-                pending = Data(pending[(end + 1)...])
-            }
-        }
-        while reports.completed < completions || (inFlight && reports.inFlight == nil), reports.errors.isEmpty {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            take(chunk)
+        while reports.completed < completions || (inFlight && reports.inFlight == nil), reports.errors.isEmpty,
+            let line = process.nextLine()
+        {
+            reports.read(line)
         }
         usleep(delay)
-        kill(pid, SIGKILL)
-        take(output.fileHandleForReading.readDataToEndOfFile())
-        process.waitUntilExit()
-        backstop.cancel()
-        if process.terminationReason != .uncaughtSignal {
-            reports.errors.append("the child exited with status \(process.terminationStatus)")
+        process.send(SIGKILL)
+        while let line = process.nextLine() { reports.read(line) }
+        if process.waitUntilExit().reason != .uncaughtSignal {
+            reports.errors.append("the child exited with status \(process.process.terminationStatus)")
         }
         return reports
     }

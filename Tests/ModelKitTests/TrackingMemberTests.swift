@@ -91,6 +91,12 @@ struct TrackingMemberTests {
                 "tracking.metadata.v.0F0C61A2-93D4-4E1B-0000-000000000001"
             ),
             (#""tracking": {"new": [3]}"#, "tracking.new"),
+            (#""tracking": {"new": {}}"#, "tracking.new"),
+            (#""tracking": {"new": ["not-an-id"]}"#, "tracking.new"),
+            // The placeholders' list has the new models' form and is read by the same code.
+            (#""tracking": {"placeholders": [3]}"#, "tracking.placeholders"),
+            (#""tracking": {"placeholders": "0F0C61A2-93D4-4E1B-0000-000000000001"}"#, "tracking.placeholders"),
+            (#""tracking": {"new": [], "placeholders": ["not-an-id"]}"#, "tracking.placeholders"),
             (
                 #""tracking": {"changed": {"0F0C61A2-93D4-4E1B-0000-000000000001": "x"}}"#,
                 "tracking.changed.0F0C61A2-93D4-4E1B-0000-000000000001"

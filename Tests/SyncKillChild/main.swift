@@ -19,23 +19,9 @@ import Foundation
 import ModelKit
 import ModelKitServices
 import ModelKitTestSupport
+import ServiceTestModels
 
-final class Writer: ModelObject<Writer.Properties>, RemoteModel {
-    struct Properties: ModelProperties {
-        var name = ""
-        var age = 0
-        var born: Date?
-        var avatar: Data?
-        var articles = ModelArray<Article>()
-    }
-}
-
-final class Article: ModelObject<Article.Properties>, RemoteModel {
-    struct Properties: ModelProperties {
-        var title = ""
-        var author = ModelRef<Writer>()
-    }
-}
+// Its models are the service tests' (Tests/ServiceTestModels), so that the test reads what it wrote.
 
 let arguments = CommandLine.arguments
 let rounds = arguments.count == 8 ? Int(arguments[7]) : nil

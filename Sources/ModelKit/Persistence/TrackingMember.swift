@@ -198,13 +198,7 @@ extension TrackingMember {
                 return true
             }
         }
-        if let new = try document.member(of: node, named: "new") {
-            try expect(.array, new, in: document, path: "tracking.new", "an array of model ids")
-            for element in try document.elements(of: new) {
-                try expect(.string, element, in: document, path: "tracking.new", "a model id")
-                member.new.append(try modelId(element, in: document, path: "tracking.new"))
-            }
-        }
+        member.new = try readIds("new", of: node, in: document)
         if let removed = try document.member(of: node, named: "removed") {
             member.removed = try readRemoved(removed, in: document)
         }
@@ -219,13 +213,7 @@ extension TrackingMember {
             }
             member.values = pairs
         }
-        if let placeholders = try document.member(of: node, named: "placeholders") {
-            try expect(.array, placeholders, in: document, path: "tracking.placeholders", "an array of model ids")
-            for element in try document.elements(of: placeholders) {
-                try expect(.string, element, in: document, path: "tracking.placeholders", "a model id")
-                member.placeholders.append(try modelId(element, in: document, path: "tracking.placeholders"))
-            }
-        }
+        member.placeholders = try readIds("placeholders", of: node, in: document)
         if let changed = try document.member(of: node, named: "changed") {
             try expect(.object, changed, in: document, path: "tracking.changed", "an object of old values by model id")
             try document.forEach(in: changed) { key, values in
@@ -240,6 +228,18 @@ extension TrackingMember {
             }
         }
         return member
+    }
+
+    /// The model ids of the array member `name` of `node` (none when it is missing): the `new`
+    /// and `placeholders` lists, which have the same form.
+    private static func readIds<D: TreeDocument>(_ name: String, of node: Int, in document: D) throws -> [ModelID] {
+        guard let array = try document.member(of: node, named: name) else { return [] }
+        let path = "tracking.\(name)"
+        try expect(.array, array, in: document, path: path, "an array of model ids")
+        return try document.elements(of: array).map { element in
+            try expect(.string, element, in: document, path: path, "a model id")
+            return try modelId(element, in: document, path: path)
+        }
     }
 
     private static func readRemoved<D: TreeDocument>(_ node: Int, in document: D) throws
