@@ -64,29 +64,13 @@ extension KintoService {
             timestamp = try Self.collectionTimestamp(response.headers)
         }
         let text = try Self.jsonText(response.body, record: nil)
-        let data = text.member(text.root, "data")
-        guard let items = data.flatMap(text.elements) else {
-            throw ServiceError(.invalidResponse(expected: "an array 'data'", found: Self.describe(data, in: text)))
-        }
         var records: [RemoteRecord] = []
         var deletions: [RecordDeletion] = []
-        records.reserveCapacity(items.count)
-        for (index, item) in items.enumerated() {
-            guard text.isObject(item) else {
-                throw .invalidResponse(at: "data[\(index)]", expected: "a record", found: Self.describe(item, in: text))
-            }
-            let idNode = text.member(item, "id")
-            guard let id = idNode.flatMap(text.string), RecordCodec.isValidId(id) else {
-                throw .invalidResponse(at: "data[\(index)].id", expected: "a record id", found: Self.describe(idNode, in: text))
-            }
-            let recordId = RecordID(collection: collection, id: id)
-            let version = try Self.version(
-                text.member(item, "last_modified"), in: text, at: "data[\(index)].last_modified", record: recordId)
-            // "deleted" is a field Kinto reserves (RecordCodec.serverFields): no model writes it.
-            if let deleted = text.member(item, "deleted"), (try? text.value(deleted)) == .bool(true) {
-                deletions.append(RecordDeletion(id: recordId, version: version))
+        for change in try Self.changeList(text, collection: collection) {
+            if change.isDeleted {
+                deletions.append(RecordDeletion(id: change.id, version: change.version))
             } else {
-                records.append(RemoteRecord(id: recordId, version: version, text: text, node: item))
+                records.append(RemoteRecord(id: change.id, version: change.version, text: text, node: change.node))
             }
         }
         let next = try nextCursor(response.headers, path: path).map {
@@ -96,18 +80,49 @@ extension KintoService {
     }
 
     /// Whether `text` is a Kinto timestamp: an integer of milliseconds, in digits.
-    private static func isTimestamp(_ text: String) -> Bool {
+    static func isTimestamp(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 19 && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
+    /// The items of a change list's `data`: each one's node, id, version and whether it is a
+    /// tombstone.
+    ///
+    /// - Throws: ``ServiceError/Code/invalidResponse`` naming the item and what it lacks.
+    static func changeList(_ text: JSONRecordText, collection: String) throws(ServiceError)
+        -> [(node: Int, id: RecordID, version: RemoteVersion, isDeleted: Bool)]
+    {
+        let data = text.member(text.root, "data")
+        guard let items = data.flatMap(text.elements) else {
+            throw ServiceError(.invalidResponse(expected: "an array 'data'", found: describe(data, in: text)))
+        }
+        var changes: [(node: Int, id: RecordID, version: RemoteVersion, isDeleted: Bool)] = []
+        changes.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            guard text.isObject(item) else {
+                throw .invalidResponse(at: "data[\(index)]", expected: "a record", found: describe(item, in: text))
+            }
+            let idNode = text.member(item, "id")
+            guard let id = idNode.flatMap(text.string), RecordCodec.isValidId(id) else {
+                throw .invalidResponse(at: "data[\(index)].id", expected: "a record id", found: describe(idNode, in: text))
+            }
+            let recordId = RecordID(collection: collection, id: id)
+            let version = try version(
+                text.member(item, "last_modified"), in: text, at: "data[\(index)].last_modified", record: recordId)
+            // "deleted" is a field Kinto reserves (RecordCodec.serverFields): no model writes it.
+            let deleted = text.member(item, "deleted").flatMap { try? text.value($0) } == .bool(true)
+            changes.append((item, recordId, version, deleted))
+        }
+        return changes
+    }
+
     /// Whether a 404's body says the collection is missing (not the bucket: that stays an error).
-    private static func isMissingCollection(_ body: Data) -> Bool {
+    static func isMissingCollection(_ body: Data) -> Bool {
         guard let value = try? ModelValue(json: body) else { return false }
         return value["details"]?["resource_name"]?.stringValue == "collection"
     }
 
     /// The collection's timestamp: the list's ETag, a timestamp in quotes.
-    private static func collectionTimestamp(_ headers: [String: String]) throws(ServiceError) -> RemoteVersion {
+    static func collectionTimestamp(_ headers: [String: String]) throws(ServiceError) -> RemoteVersion {
         let header = headers.first { $0.key.lowercased() == "etag" }?.value
         let value = header?.trimmingCharacters(in: .whitespaces)
         guard let value, value.count >= 3, value.hasPrefix("\""), value.hasSuffix("\"") else {
@@ -124,7 +139,7 @@ extension KintoService {
 
 /// Where a pull is: the first page's timestamp, the `since` it was asked with, and Kinto's
 /// `_token`, in a cursor's text as `timestamp.since.token` (a token is base64: no dot).
-private struct FeedPosition {
+struct FeedPosition {
     let timestamp: RemoteVersion
     let since: RemoteVersion?
     let token: String

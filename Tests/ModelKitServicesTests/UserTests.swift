@@ -614,18 +614,25 @@ extension UserTests {
         #expect(user.modelState == .loaded)
 
         let other = try await Self.service()
-        let loggedIn = await withCheckedContinuation { continuation in
-            Subscriber.logInInBackground(username: name, password: "pw", using: other) { result in
-                continuation.resume(returning: result.map { $0.displayName })
+        // The completion-handler log-in lands in `ModelContext.current`: a context of this test's
+        // own, since the serialized "Context stack" suite clears the process-wide stack while
+        // this test runs (one CI run failed here with the model "removed meanwhile").
+        let loggedIn = await ModelContext.withCurrent(ModelContext()) {
+            await withCheckedContinuation { continuation in
+                Subscriber.logInInBackground(username: name, password: "pw", using: other) { result in
+                    continuation.resume(returning: result.map { $0.displayName })
+                }
             }
         }
         // `get()` rather than `try?`: a failure shows its error (one run under heavy load failed
         // here after 556 s, with the reason hidden).
         #expect(try loggedIn.get() == "Handled")
         #expect(other.user == name)
-        let refused = await withCheckedContinuation { continuation in
-            Subscriber.logInInBackground(username: name, password: "wrong", using: other) { result in
-                continuation.resume(returning: result.map { _ in () })
+        let refused = await ModelContext.withCurrent(ModelContext()) {
+            await withCheckedContinuation { continuation in
+                Subscriber.logInInBackground(username: name, password: "wrong", using: other) { result in
+                    continuation.resume(returning: result.map { _ in () })
+                }
             }
         }
         guard case .failure(let error) = refused else {

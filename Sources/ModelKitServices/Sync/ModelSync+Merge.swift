@@ -29,7 +29,7 @@ extension ModelSync {
         remote = RecordForm.snapped(remote, to: local)
         let versions = ConflictVersions(record: record.id, base: base, local: local, remote: remote)
         var fields: [SyncFieldConflict] = []
-        let merged: ModelValue.Object
+        var merged: ModelValue.Object
         switch policies[M.modelName] ?? .threeWay {
         case .threeWay:
             let result = FieldMerge.threeWay(base: base, local: local, remote: remote)
@@ -47,6 +47,9 @@ extension ModelSync {
         case .custom(let decide):
             merged = decide(versions)
         }
+        // A record deleted here stays deleted (the delete wins over an edit): references to it
+        // read as none, whichever side's values the merge took them from.
+        merged = RecordForm.droppingPointers(to: Set(pendingDeleteIndex().keys), in: merged)
         do {
             try take(merged, from: record, into: held, as: M.self, comparedWith: remote)
         } catch {

@@ -31,6 +31,8 @@ extension ModelSync {
             emit(.pulled(collection: collection, records: page.records.count, deletions: page.deletions.count))
             cursor = page.next
         } while cursor != nil
+        // The feed gives versions after `since`, the look-back those up to it: no record twice.
+        if let since { try await lookBack(M.self, upTo: since, into: &report) }
         // A record skipped (it does not decode, or its merge does not) is pulled again next time:
         // the collection's version moves only past records that were merged.
         if let timestamp, report.skipped.count == skipped { context.setPackageValue(timestamp.rawValue, forKey: key) }
@@ -38,13 +40,16 @@ extension ModelSync {
 
     /// Merges one page: new records and records this device did not change are loaded as a
     /// fetch loads them; records it changed go to the policy; deletions remove models.
-    private func merge<M: RemoteModel>(_ page: RecordChanges, as type: M.Type, into report: inout SyncReport) {
+    func merge<M: RemoteModel>(_ page: RecordChanges, as type: M.Type, into report: inout SyncReport) {
         let versions = self.versions
         let deletes = pendingDeleteIndex()
         var clean: [RemoteRecord] = []
         var conflicted: [(any Model, RemoteRecord)] = []
         for record in page.records {
-            if let held = ModelIdAssignment.heldModel(for: record.id, in: context) {
+            let held = ModelIdAssignment.heldModel(for: record.id, in: context)
+            // A placeholder of a record deleted here (a reference merged meanwhile named it) is
+            // not the record coming back: the delete wins.
+            if let held, deletes[record.id] == nil || held.modelState != .needsData || held.hasChanges {
                 if versions[held.modelId] == record.version { continue }
                 let isPending = held.hasChanges || (versions[held.modelId] == nil && held.modelState == ModelState.new)
                 if isPending {

@@ -8,12 +8,15 @@ import ModelKit
 // crash, whose answers the store never recorded, applies nothing twice.
 
 extension ModelSync {
-    /// Pushes the pending changes; returns whether a write met a change made on the server
-    /// since the pull (another round then pulls it and pushes again).
-    func push(into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation) async throws -> Bool {
+    /// Pushes the pending changes; returns the writes that met a change made on the server since
+    /// the pull, with the version each expected (another round then pulls the change and pushes
+    /// again).
+    func push(into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation) async throws
+        -> [RecordID: RemoteVersion?]
+    {
         let pending = pendingModels()
         let deletes = pendingDeletes()
-        guard !pending.isEmpty || !deletes.isEmpty else { return false }
+        guard !pending.isEmpty || !deletes.isEmpty else { return [:] }
         try advance(by: 0, total: pending.count + deletes.count)
         let plan = try SavePlan(models: pending, context: context, store: service.storeIdentifier)
         var writes = plan.writes
@@ -39,7 +42,7 @@ extension ModelSync {
             throw ServiceError(.invalidResponse(expected: "\(writes.count) results", found: "\(results.count)"))
         }
         plan.commit(Array(results.prefix(plan.writes.count)), versions: versions)
-        var again = false
+        var refused: [RecordID: RemoteVersion?] = [:]
         var failure: ServiceError?
         var written = 0
         var failed = 0
@@ -62,7 +65,7 @@ extension ModelSync {
                 }
                 failed += 1
                 switch error.code {
-                case .conflict: again = true
+                case .conflict: refused[writes[index].record] = writes[index].expectedVersion
                 case .notAttempted: break
                 default: if failure == nil { failure = error }
                 }
@@ -71,6 +74,17 @@ extension ModelSync {
         emit(.pushed(written: written, failed: failed))
         try advance(by: pending.count + deletes.count, total: 0)
         if let failure { throw failure }
-        return again
+        return refused
+    }
+}
+
+extension RecordWrite {
+    /// The version the write expects the record at; nil for a create (no record).
+    var expectedVersion: RemoteVersion? {
+        switch self {
+        case .create: nil
+        case .update(_, _, let expected): expected
+        case .delete(_, let expected): expected
+        }
     }
 }

@@ -39,6 +39,18 @@ public final class ModelSync {
     /// How many pull-and-push rounds one sync runs at most, when the server keeps changing
     /// records between a round's pull and its push.
     public var maximumRounds = 3
+    /// How far before the version a collection was last pulled at each pull looks again for
+    /// changes: 30 seconds by default, 0 not to look back.
+    ///
+    /// A server may make a change visible after later ones: Kinto on PostgreSQL stamps a record
+    /// when its transaction writes it and shows it when the transaction commits, so a change
+    /// committed late is older than the version a pull already got, and the change feed does not
+    /// give it again. Each pull therefore also lists the ids and versions of the collection's
+    /// changes in this span (a few bytes each, one request a page of 1,000) and reads by id the
+    /// records it does not hold at those versions. A change committed later still than this is
+    /// found when a push of the same record is refused twice for the same version: the sync then
+    /// reads that record and merges it.
+    public var lookBack: Duration = .seconds(30)
 
     let registrar = ObservationRegistrar()
     var syncing = false
@@ -199,12 +211,15 @@ extension ModelSync {
         do {
             try checkOwner()
             assignObjectIds()
+            var refused: [RecordID: RemoteVersion?] = [:]
             var again = true
             while again, report.rounds < max(1, maximumRounds) {
                 report.rounds += 1
                 try await pull(into: &report)
+                if !refused.isEmpty { try await readBack(refused, into: &report) }
                 try await store.save()
-                again = try await push(into: &report)
+                refused = try await push(into: &report)
+                again = !refused.isEmpty
                 try await store.save()
             }
             if again {

@@ -79,4 +79,32 @@ enum RecordForm {
         }
         return result
     }
+
+    /// `values` without their pointers to `records`: a to-one reference to one reads `null`, a
+    /// to-many leaves it out (as references to a removed model read).
+    static func droppingPointers(to records: Set<RecordID>, in values: ModelValue.Object) -> ModelValue.Object {
+        guard !records.isEmpty else { return values }
+        func dropped(_ value: ModelValue) -> ModelValue? {
+            switch value {
+            case .array(let elements):
+                return .array(elements.compactMap(dropped))
+            case .object(let object):
+                if object["__type"] == "ModelPointer", case .string(let model)? = object["model"],
+                    case .string(let objectId)? = object["objectId"]
+                {
+                    // `.none`, not `nil`: `ModelValue` is `ExpressibleByNilLiteral`, and a ternary
+                    // with a `nil` would make `.null`, which an array keeps.
+                    return records.contains(RecordID(collection: model, id: objectId)) ? Optional.none : value
+                }
+                var result = ModelValue.Object()
+                for (key, member) in object { result[key] = dropped(member) ?? .null }
+                return .object(result)
+            default:
+                return value
+            }
+        }
+        var result = ModelValue.Object()
+        for (key, value) in values { result[key] = dropped(value) ?? .null }
+        return result
+    }
 }

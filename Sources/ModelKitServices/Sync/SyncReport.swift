@@ -107,6 +107,11 @@ public struct SyncReport: Sendable {
     /// How many pull and push rounds ran (another round runs when the server changed a record
     /// between this sync's pull and its push).
     public var rounds = 0
+    /// Changes the change feed did not bring that the sync found by looking again: records it
+    /// read by id because the server committed them after later ones (``ModelSync/lookBack``)
+    /// or refused a write against a version the pull did not move. Also counted in ``pulled``
+    /// and ``removed``.
+    public var lateChanges = 0
 
     public init() {}
 }
