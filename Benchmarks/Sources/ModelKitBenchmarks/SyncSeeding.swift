@@ -15,12 +15,19 @@ import ModelKit
 // permission backends, and checked on every seeding, below):
 // - `objects`: one row per record, `parent_id` the collection's path, `resource_name` "record",
 //   `data` the record's JSON without `id` and `last_modified` (Kinto keeps those in columns),
-//   `deleted` false. `last_modified` is left to Kinto's own trigger (`bump_timestamp`), which
-//   gives each row a millisecond after the collection's latest: strictly increasing in the
-//   fixture's order, as the `/batch` load's are.
+//   `deleted` false. `last_modified` strictly increasing in the fixture's order, as the `/batch`
+//   load's are, but set explicitly (Kinto's trigger keeps a value that is not the collection's
+//   latest): one second apart, the last one a minute before the seeding, as if the records had
+//   been written over the day before. Why not the trigger's values: it gives rows inserted
+//   together a millisecond each, so the last 30,000 records would fall in the span that each
+//   pull of a synced store looks back over (`ModelSync.lookBack`, 30 s of versions before the
+//   last pull), and `sync-incremental`, which documents 1,000 changes among 100,000 records,
+//   would time listing 30,000 of the seeded ones too. (A `/batch` load writes a record every
+//   few milliseconds: its last few thousand would be in that span.)
 // - `access_control_entries`: `write` on each record for the account that created it, as Kinto
 //   gives a record's creator.
-// - `timestamps`: the collection's "empty" timestamp, which Kinto's first write also leaves.
+// - `timestamps`: the collection's "empty" timestamp, which Kinto's first write also leaves,
+//   before the first record's.
 // The bucket and the collection are made through the API first, so their rows and permissions
 // are Kinto's own.
 //
@@ -32,6 +39,10 @@ import ModelKit
 extension SyncFixture {
     /// How many records the seeding check compares with `/batch`-loaded ones.
     static let seedingCheckCount = 100
+    /// The milliseconds between seeded records' versions (see above).
+    static let seedingSpacing: Int64 = 1_000
+    /// The milliseconds from the last seeded record's version to the seeding: twice the look-back.
+    static let seedingAge: Int64 = 60_000
 
     /// Writes every record into `client`'s bucket through `database` (untimed), checks them against
     /// `/batch`-loaded ones through the API, and returns their versions by id.
@@ -52,10 +63,12 @@ extension SyncFixture {
             BEGIN;
             CREATE TEMPORARY TABLE seed (n INTEGER, id TEXT, data JSONB) ON COMMIT DROP;
             \\copy seed FROM '\(rowsFile.path)'
-            INSERT INTO timestamps (parent_id, resource_name, last_modified)
-                VALUES (:'parent', 'record', clock_timestamp()::TIMESTAMP) ON CONFLICT DO NOTHING;
-            INSERT INTO objects (id, parent_id, resource_name, data, deleted)
-                SELECT id, :'parent', 'record', data, FALSE FROM seed ORDER BY n;
+            SELECT as_epoch(clock_timestamp()::TIMESTAMP) - \(Self.seedingAge) - \(count - 1) * \(Self.seedingSpacing) AS base \\gset
+            INSERT INTO timestamps (parent_id, resource_name, last_modified) VALUES (:'parent', 'record', from_epoch(:base - 1))
+                ON CONFLICT (parent_id, resource_name)
+                DO UPDATE SET last_modified = LEAST(timestamps.last_modified, EXCLUDED.last_modified);
+            INSERT INTO objects (id, parent_id, resource_name, data, last_modified, deleted)
+                SELECT id, :'parent', 'record', data, from_epoch(:base + n * \(Self.seedingSpacing)), FALSE FROM seed ORDER BY n;
             INSERT INTO access_control_entries (object_id, permission, principal)
                 SELECT :'parent' || '/records/' || id, 'write', :'principal' FROM seed;
             COMMIT;
