@@ -25,18 +25,7 @@ enum FetchedGraph {
             guard let id = ids.assign(record, held: held?.modelId) else { continue }
             merged.append((record, id))
         }
-        for (record, _) in merged { try RecordCodec.checkPointers(of: record) }
-        do {
-            // The root comes first, as loading returns the first model as an M.
-            _ = try RecordCodec.load(merged, as: M.self, into: context, known: ids.assigned)
-        } catch {
-            let index = (error as? SerializationError)?.modelIndex
-            let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }
-            let name = failed?.collection ?? M.modelName
-            throw ServiceError(
-                .invalidResponse(expected: "a record that decodes as a \(name)", found: "\(error)"), record: failed ?? record.id)
-        }
-        for (record, id) in merged { versions[id] = record.version }
+        try load(merged, as: M.self, into: context, known: ids.assigned, versions: versions)
         // Nothing can fail from here on: the merge is done.
         for id in referenced.missing {
             guard let model = ModelIdAssignment.heldModel(for: id, in: context), model.modelState == .needsData,
@@ -44,5 +33,30 @@ enum FetchedGraph {
             else { continue }
             model.removeFromContext()
         }
+    }
+
+    /// Loads `merged` into `context`, all or nothing, as models of the records' types (the first
+    /// one as an `M`), and records their versions. `known` names the model ids already given.
+    ///
+    /// - Throws: ``ServiceError/Code/invalidResponse`` naming the first record that does not
+    ///   decode (its pointers, or its fields); the context is then unchanged.
+    /// - Complexity: O(*n*) in the size of the records.
+    static func load<M: RemoteModel>(
+        _ merged: [(record: RemoteRecord, modelId: ModelID)], as type: M.Type, into context: ModelContext,
+        known: [RecordID: ModelID], versions: VersionTable
+    ) throws(ServiceError) {
+        guard let first = merged.first else { return }
+        for (record, _) in merged { try RecordCodec.checkPointers(of: record) }
+        do {
+            _ = try RecordCodec.load(merged, as: M.self, into: context, known: known)
+        } catch {
+            let index = (error as? SerializationError)?.modelIndex
+            let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }
+            let name = failed?.collection ?? M.modelName
+            throw ServiceError(
+                .invalidResponse(expected: "a record that decodes as a \(name)", found: "\(error)"),
+                record: failed ?? first.record.id)
+        }
+        for (record, id) in merged { versions[id] = record.version }
     }
 }

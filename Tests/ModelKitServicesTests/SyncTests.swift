@@ -343,12 +343,15 @@ struct SyncTests {
     @Test("A store synced with one user refuses to sync with another")
     func anotherUser() async throws {
         let (one, _) = try await Self.twoDevices()
+        // One change pending for the owner (the other user's versions would count all three).
+        one.writer("w")?.name = "Pending"
         let server = try await KintoServer.shared.value
         let other = KintoService(
             url: server.url, bucket: one.service.bucket, user: "someone-else", password: "x", timeout: .seconds(60))
         let sync = ModelSync(store: one.store, service: other, models: [Writer.self, Article.self])
         let error = await #expect(throws: ServiceError.self) { try await sync.sync() }
         #expect(error?.code == .pendingChanges)
+        if case .pendingChanges(let count, _)? = error?.kind { #expect(count == 1) } else { Issue.record("\(String(describing: error))") }
         #expect(error.map { "\($0)" }?.contains("someone-else") == true)
         #expect(error.map { "\($0)" }?.contains(server.password) == false)
     }

@@ -7,10 +7,11 @@ import ModelKit
 
 extension ModelSync {
     /// Settles `record` against `held`, which has changes; returns whether the model took
-    /// the result (a merged record that does not decode is skipped and reported).
-    func resolve<M: RemoteModel>(_ held: any Model, _ record: RemoteRecord, as type: M.Type, into report: inout SyncReport)
-        -> Bool
-    {
+    /// the result (a merged record that does not decode is skipped and reported). References to
+    /// `deletedHere`, the records this device deleted and has not pushed yet, are left out.
+    func resolve<M: RemoteModel>(
+        _ held: any Model, _ record: RemoteRecord, as type: M.Type, deletedHere: Set<RecordID>, into report: inout SyncReport
+    ) -> Bool {
         let local: ModelValue.Object
         do {
             local = try RecordForm.values(of: held, objectIds: objectId(of:))
@@ -49,7 +50,7 @@ extension ModelSync {
         }
         // A record deleted here stays deleted (the delete wins over an edit): references to it
         // read as none, whichever side's values the merge took them from.
-        merged = RecordForm.droppingPointers(to: Set(pendingDeleteIndex().keys), in: merged)
+        merged = RecordForm.droppingPointers(to: deletedHere, in: merged)
         do {
             try take(merged, from: record, into: held, as: M.self, comparedWith: remote)
         } catch {

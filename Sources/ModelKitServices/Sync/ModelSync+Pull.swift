@@ -73,8 +73,9 @@ extension ModelSync {
             }
         }
         report.pulled += load(clean, as: M.self, into: &report)
+        let deletedHere = conflicted.isEmpty ? [] : Set(deletes.keys)
         for (held, record) in conflicted {
-            if resolve(held, record, as: M.self, into: &report) { report.pulled += 1 }
+            if resolve(held, record, as: M.self, deletedHere: deletedHere, into: &report) { report.pulled += 1 }
         }
         for deletion in page.deletions {
             if let held = ModelIdAssignment.heldModel(for: deletion.id, in: context) {
@@ -140,17 +141,6 @@ extension ModelSync {
             guard let id = ids.assign(record, held: held?.modelId) else { continue }
             merged.append((record, id))
         }
-        for (record, _) in merged { try RecordCodec.checkPointers(of: record) }
-        do {
-            _ = try RecordCodec.load(merged, as: M.self, into: context, known: ids.assigned)
-        } catch {
-            let index = (error as? SerializationError)?.modelIndex
-            let failed = index.flatMap { merged.indices.contains($0) ? merged[$0].record.id : nil }
-            throw ServiceError(
-                .invalidResponse(expected: "a record that decodes as a \(M.modelName)", found: "\(error)"),
-                record: failed ?? records[0].id)
-        }
-        let versions = self.versions
-        for (record, id) in merged { versions[id] = record.version }
+        try FetchedGraph.load(merged, as: M.self, into: context, known: ids.assigned, versions: versions)
     }
 }

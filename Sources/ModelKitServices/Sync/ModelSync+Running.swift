@@ -103,9 +103,11 @@ extension ModelSync {
     func checkOwner() throws(ServiceError) {
         let identity = service.storeIdentifier
         guard let owner = context.packageValue(Self.ownerKey), owner != identity else { return }
+        // Counted as the owner's versions say: by this service's, every model would be new.
+        let owners = VersionTable.of(context, store: owner)
         throw ServiceError(
             .pendingChanges(
-                count: pendingModels().count,
+                count: pendingModels(versions: owners).count + pendingDeletes(versions: owners).count,
                 reason: "the store syncs with \(owner), not \(identity); log out of it first (logOut(discardingPendingChanges:))")
         )
     }

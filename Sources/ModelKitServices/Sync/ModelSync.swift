@@ -285,8 +285,10 @@ extension ModelSync {
 
     /// The models of the synced types that the server does not have as they are: never pushed,
     /// or changed since.
-    func pendingModels() -> [any Model] {
-        let versions = self.versions
+    func pendingModels() -> [any Model] { pendingModels(versions: versions) }
+
+    /// ``pendingModels()`` as `versions` (another service's or user's table) says.
+    func pendingModels(versions: VersionTable) -> [any Model] {
         var pending: [any Model] = []
         for type in models {
             for model in allModels(type) {
@@ -298,7 +300,10 @@ extension ModelSync {
     }
 
     /// The deletes still to push: removed models whose records the server had.
-    func pendingDeletes() -> [(ModelID, ModelMetadataTable.RemovedEntry)] {
+    func pendingDeletes() -> [(ModelID, ModelMetadataTable.RemovedEntry)] { pendingDeletes(versions: versions) }
+
+    /// ``pendingDeletes()`` as `versions` (another service's or user's table) says.
+    func pendingDeletes(versions: VersionTable) -> [(ModelID, ModelMetadataTable.RemovedEntry)] {
         let names = Set(models.map { $0.modelName })
         return versions.table.removed.filter { names.contains($0.value.modelName) }.sorted { $0.key < $1.key }
     }
