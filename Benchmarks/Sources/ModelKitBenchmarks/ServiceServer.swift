@@ -21,6 +21,10 @@ final class ServiceServer: @unchecked Sendable {
     let pid: Int32
     let user: String
     let password: String
+    /// The PostgreSQL database of a server this process started with `--backend postgresql`
+    /// (`KINTO_POSTGRESQL_URL`), for the sync benchmarks' seeding (SyncSeeding.swift); nil on the
+    /// memory backend and for a server of `MODELKIT_KINTO_URL`.
+    let databaseURL: String?
     /// Basic credentials, for the hand-written peers and the set-up requests.
     let authorization: String
     /// The server's limit of sub-requests per `/batch`.
@@ -48,9 +52,10 @@ final class ServiceServer: @unchecked Sendable {
         current = nil
     }
 
-    private init(url: URL, pid: Int32) {
+    private init(url: URL, pid: Int32, databaseURL: String? = nil) {
         self.url = url
         self.pid = pid
+        self.databaseURL = databaseURL
         user = "bench-\(UUID().uuidString.prefix(8).lowercased())"
         password = "benchmark password"
         authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
@@ -92,7 +97,7 @@ final class ServiceServer: @unchecked Sendable {
                 description: "Scripts/kinto-server could not start Kinto (status \(status)); it needs Python 3.10+ and, once, "
                     + "pip's access to PyPI (or an existing .build/kinto-venv; KINTO_VENV names another):\n\(log)")
         }
-        let server = ServiceServer(url: url, pid: pid)
+        let server = ServiceServer(url: url, pid: pid, databaseURL: values["KINTO_POSTGRESQL_URL"])
         try await server.signUp()
         printError("Kinto \(values["KINTO_VERSION"] ?? "?") (\(backend)) at \(url.absoluteString) (pid \(pid))")
         return server
@@ -107,7 +112,7 @@ final class ServiceServer: @unchecked Sendable {
     }
 
     /// Runs `executable` to its end and returns its status, standard output and standard error.
-    private static func run(_ executable: URL, _ arguments: [String]) throws -> (Int32, String, String) {
+    static func run(_ executable: URL, _ arguments: [String]) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

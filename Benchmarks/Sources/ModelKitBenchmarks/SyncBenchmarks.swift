@@ -4,7 +4,8 @@ import ModelKitServices
 
 // The sync benchmarks (issue #34): `ModelSync` against the real Kinto server of the service rows.
 // `n` is the number of records (items, one collection) on the server, written there untimed by
-// `/batch` bodies made beforehand (SyncFixture.swift). Each benchmark uses one bucket holding its
+// `/batch` bodies made beforehand (SyncFixture.swift), or on PostgreSQL straight into Kinto's
+// tables, checked against `/batch`-loaded ones (SyncSeeding.swift). Each benchmark uses one bucket holding its
 // own records and nothing else, deleted at its end. They run with `--filter sync`.
 //
 // - sync-first: an empty store (a new `ModelStore` in a folder of its own) syncs the n records,
@@ -24,7 +25,7 @@ extension Benchmarks {
         let server = try await ServiceServer.shared()
         let fixture = SyncFixture(count: n)
         let bucket = try await server.makeBucket(collections: ["Item"])
-        _ = try await fixture.load(into: PeerClient(server: server, bucket: bucket))
+        _ = try await fixture.load(into: PeerClient(server: server, bucket: bucket), server: server)
         let pageSize = server.service(bucket: bucket).pageSize
         let modelKit = ServiceSubject(Report.modelKit) {
             let device = try SyncDevice(server: server, bucket: bucket)
@@ -61,7 +62,7 @@ extension Benchmarks {
         let fixture = SyncFixture(count: n)
         let bucket = try await server.makeBucket(collections: ["Item"])
         let client = PeerClient(server: server, bucket: bucket)
-        _ = try await fixture.load(into: client)
+        _ = try await fixture.load(into: client, server: server)
         let device = try SyncDevice(server: server, bucket: bucket)
         defer { device.close() }
         let first = try await timed(models: n, metrics: { device.service.metrics }) { try await device.sync.sync() }
@@ -101,7 +102,7 @@ extension Benchmarks {
         let fixture = SyncFixture(count: n)
         let bucket = try await server.makeBucket(collections: ["Item"])
         let client = PeerClient(server: server, bucket: bucket)
-        var versions = try await fixture.load(into: client)
+        var versions = try await fixture.load(into: client, server: server)
         let device = try SyncDevice(server: server, bucket: bucket)
         defer { device.close() }
         try await device.sync.sync()

@@ -7,8 +7,9 @@ import ModelKitServices
 #endif
 
 // The records of the sync benchmarks (issue #34) and the hand-made requests around them: the
-// server is filled with `/batch` bodies made beforehand (100,000 records through the library
-// would take minutes of the suite's time for nothing it measures), another client's edits are
+// server is filled with `/batch` bodies made beforehand, or on PostgreSQL seeded straight into
+// its tables (SyncSeeding.swift) (100,000 records through the library would take minutes of the
+// suite's time for nothing it measures), another client's edits are
 // `/batch` bodies too, and the peer of `sync-first` is a paged download into Codable structs.
 
 /// `n` items (`ServiceItem`, collection "Item") as ModelKit writes their records: the header
@@ -44,10 +45,11 @@ struct SyncFixture: Sendable {
         }
     }
 
-    /// Creates of every record (`PUT` with `If-None-Match: *`, as a save's creates).
-    func createBodies(_ client: PeerClient) -> [PreparedBatch] {
+    /// Creates of the records at `indices`, every record by default (`PUT` with
+    /// `If-None-Match: *`, as a save's creates).
+    func createBodies(_ client: PeerClient, indices: [Int]? = nil) -> [PreparedBatch] {
         Self.batches(
-            ids.indices.map { i in
+            (indices ?? Array(ids.indices)).map { i in
                 #"{"method":"PUT","path":"\#(client.recordPath("Item", ids[i]))","headers":{"If-None-Match":"*"},"#
                     + #""body":{"data":\#(recordData(i, round: 0))}}"#
             })
@@ -72,8 +74,11 @@ struct SyncFixture: Sendable {
             })
     }
 
-    /// Writes every record into `client`'s bucket (untimed) and returns their versions by id.
-    func load(into client: PeerClient) async throws -> [String: Int64] {
+    /// Writes every record into `client`'s bucket (untimed) and returns their versions by id:
+    /// seeded into the database when `server` runs on a PostgreSQL of its own (SyncSeeding.swift:
+    /// `/batch` took minutes for 100,000 records there), else through `/batch`.
+    func load(into client: PeerClient, server: ServiceServer) async throws -> [String: Int64] {
+        if let database = server.databaseURL { return try await seed(into: client, server: server, database: database) }
         let clock = ContinuousClock()
         let start = clock.now
         let batches = createBodies(client)
