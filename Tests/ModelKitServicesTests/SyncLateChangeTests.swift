@@ -142,4 +142,66 @@ extension SyncTests {
         #expect(one.writer("w")?.name == "Bea" && one.writer("w")?.age == 41)
         #expect(one.article("a2") == nil)
     }
+
+    @Test("The look-back reads page after page of versions, and a sync with one round reads back what its push met")
+    func lookBackPagesAndOneRound() async throws {
+        let (one, _) = try await Self.twoDevices()
+        let server = try await KintoServer.shared.value
+        // A device whose pages hold one change each.
+        let paged = KintoService(
+            url: server.url, bucket: one.service.bucket, user: server.user, password: server.password, timeout: .seconds(60),
+            pageSize: 1)
+        let three = try Device(service: paged)
+        let room = try await Self.makeRoom(paged, "Article", "filler", copying: "a2")
+        _ = try await three.sync.sync()
+        try await Self.write(paged, "Article", "a1", changes: ["title": "Late one"], stamp: room - 6)
+        try await Self.write(paged, "Article", "a2", changes: ["title": "Late two"], stamp: room - 5)
+        let pulled = try await three.sync.sync()
+        #expect(pulled.lateChanges == 2)
+        #expect(three.article("a1")?.title == "Late one" && three.article("a2")?.title == "Late two")
+
+        // One round: the push is refused, and the sync reads the record before it fails, so the
+        // next sync pushes against the server's version.
+        let writerRoom = try await Self.makeRoom(paged, "Writer", "filler", copying: "w", changes: ["articles": []])
+        _ = try await three.sync.sync()
+        three.sync.lookBack = .zero
+        three.sync.maximumRounds = 1
+        try await Self.write(paged, "Writer", "w", changes: ["age": 52], stamp: writerRoom - 5)
+        three.writer("w")?.name = "One round"
+        try await three.store.save()
+        let refused = await #expect(throws: ServiceError.self) { try await three.sync.sync() }
+        #expect(refused?.code == .conflict)
+        #expect(three.writer("w")?.age == 52 && three.writer("w")?.name == "One round")
+        let next = try await three.sync.sync()
+        #expect(next.pushed == 1 && next.rounds == 1)
+        let record = try #require(try await Self.serverRecord(paged, "Writer", "w"))
+        #expect(record["name"] == "One round" && record["age"] == 52)
+    }
+
+    @Test(
+        "A delete refused for a late change is read back even when a reference pulled meanwhile made a placeholder of its record")
+    func readBackPastAPlaceholder() async throws {
+        let (one, two) = try await Self.twoDevices()
+        let service = two.service
+        let room = try await Self.makeRoom(service, "Writer", "filler", copying: "w", changes: ["articles": []])
+        _ = try await two.sync.sync()
+        _ = try await one.sync.sync()
+        two.sync.lookBack = .zero
+        // Two deletes the writer (and its articles, so that nothing here names it).
+        two.article("a1")?.removeFromContext()
+        two.article("a2")?.removeFromContext()
+        two.writer("w")?.removeFromContext()
+        try await two.store.save()
+        // Meanwhile the server's writer changes late, and one makes an article by it.
+        try await Self.write(service, "Writer", "w", changes: ["age": 60], stamp: room - 5)
+        let fresh = Article.instance(objectId: "a9", in: one.context)
+        fresh.title = "By w"
+        fresh.author = one.writer("w")
+        _ = try await one.sync.sync()
+
+        let report = try await two.sync.sync()
+        #expect(report.deleted == 3)
+        #expect(try await Self.serverRecord(service, "Writer", "w") == nil)
+        #expect(two.sync.pendingChangeCount == 0)
+    }
 }

@@ -6,9 +6,9 @@ import ModelKit
 // - the look-back: each pull also lists the ids and versions of the changes of the span
 //   ``ModelSync/lookBack`` before the version it pulled at last, and reads the few records it does
 //   not hold at those versions;
-// - the read-back: a write the server refused twice in a row for the same version (the pull
-//   between them did not bring the record's newer version) reads that record by id and merges it,
-//   so the next push has its version, however late the change came.
+// - the read-back: a write the server refused whose version the next pull did not move (or
+//   that the sync's last round met) reads that record by id and merges it, so the next push has
+//   its version, however late the change came.
 
 extension ModelSync {
     /// Merges the changes of `M`'s collection in the span ``lookBack`` before `since` (`since`
@@ -17,12 +17,10 @@ extension ModelSync {
         _ type: M.Type, upTo since: RemoteVersion, into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation
     ) async throws {
         guard let feed = service as? any ChangeVersionFeed, let last = Int64(since.rawValue) else { return }
-        let (seconds, attoseconds) = lookBack.components
-        let span = seconds.multipliedReportingOverflow(by: 1000).partialValue + attoseconds / 1_000_000_000_000_000
+        let span = Self.milliseconds(lookBack)
         guard span > 0 else { return }
-        let start = RemoteVersion(String(max(0, last - span)))
-        let end = RemoteVersion(String(last + 1))
-        let versions = self.versions
+        let start = RemoteVersion(String(last > span ? last - span : 0))
+        let end = RemoteVersion(String(last == .max ? last : last + 1))
         let deletes = pendingDeleteIndex()
         var missing: [RecordID] = []
         var deletions: [RecordDeletion] = []
@@ -30,19 +28,12 @@ extension ModelSync {
         repeat {
             let page = try await feed.changeVersions(in: M.modelName, since: start, before: end, after: cursor)
             for entry in page.entries {
-                let held = ModelIdAssignment.heldModel(for: entry.id, in: context)
-                let removed = deletes[entry.id]
+                let local = localState(of: entry.id, deletes: deletes)
                 if entry.isDeleted {
-                    // Only a model that has a server version, or a delete still to push, is
-                    // touched by a deletion (a model made here and never pushed is not it).
-                    if held.map({ versions[$0.modelId] != nil }) ?? (removed != nil) {
-                        deletions.append(RecordDeletion(id: entry.id, version: entry.version))
-                    }
-                } else if let held {
-                    if versions[held.modelId] != entry.version { missing.append(entry.id) }
-                } else if let removed {
-                    if versions.table.removed[removed]?.value != entry.version.rawValue { missing.append(entry.id) }
-                } else {
+                    // The merge decides what a deletion does to a model or a delete still to
+                    // push (a model made here and never pushed is not the deleted record).
+                    if local != nil { deletions.append(RecordDeletion(id: entry.id, version: entry.version)) }
+                } else if local?.version != entry.version {
                     missing.append(entry.id)
                 }
             }
@@ -58,24 +49,41 @@ extension ModelSync {
     )
         async throws
     {
-        let versions = self.versions
         let deletes = pendingDeleteIndex()
         var stale: [String: [RecordID]] = [:]
         for (id, expected) in refused {
-            let current: RemoteVersion?
-            if let held = ModelIdAssignment.heldModel(for: id, in: context) {
-                current = versions[held.modelId]
-            } else if let removed = deletes[id], let value = versions.table.removed[removed]?.value {
-                current = RemoteVersion(value)
-            } else {
-                continue  // Gone since: the pull deleted it.
-            }
-            if current == expected { stale[id.collection, default: []].append(id) }
+            // Gone since (the pull deleted it): nothing to read.
+            guard let local = localState(of: id, deletes: deletes) else { continue }
+            if local.version == expected { stale[id.collection, default: []].append(id) }
         }
         for type in models {
             guard let ids = stale[type.modelName] else { continue }
             try await mergeRead(ids.sorted { $0.id < $1.id }, deletions: [], as: type, into: &report)
         }
+    }
+
+    /// What this device holds of record `id`, and the version it has of it: its model (not a
+    /// placeholder of a record deleted here, which a merged reference may have made), or its
+    /// delete still to push; nil for neither.
+    private func localState(of id: RecordID, deletes: [RecordID: ModelID]) -> LocalRecord? {
+        let removed = deletes[id]
+        if let held = ModelIdAssignment.heldModel(for: id, in: context),
+            removed == nil || held.modelState != .needsData || held.hasChanges
+        {
+            return LocalRecord(version: versions[held.modelId])
+        }
+        guard let removed else { return nil }
+        return LocalRecord(version: versions.table.removed[removed].map { RemoteVersion($0.value) })
+    }
+
+    /// `duration` in whole milliseconds, at most `Int64.max`; 0 for a negative one.
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 || seconds > 0 else { return 0 }
+        let whole = seconds.multipliedReportingOverflow(by: 1000)
+        guard !whole.overflow else { return .max }
+        let total = whole.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return total.overflow ? .max : max(0, total.partialValue)
     }
 
     /// Reads `ids` one by one (a record gone meanwhile is a deletion) and merges them with
@@ -88,6 +96,7 @@ extension ModelSync {
         var records: [RemoteRecord] = []
         var gone = deletions
         for id in ids {
+            try advance(by: 0, total: 1)
             switch await readRecord(id) {
             case .success(let record): records.append(record)
             case .failure(let error) where error.code == .notFound:
@@ -95,6 +104,7 @@ extension ModelSync {
                 gone.append(RecordDeletion(id: id, version: RemoteVersion("0")))
             case .failure(let error): throw error
             }
+            try advance(by: 1, total: 0)
         }
         merge(RecordChanges(records: records, deletions: gone, next: nil, timestamp: nil), as: M.self, into: &report)
         report.lateChanges += records.count + gone.count
@@ -111,4 +121,9 @@ extension ModelSync {
             return .failure(error)
         }
     }
+}
+
+/// A record as this device holds it (a model, or a delete to push): the version it has of it.
+private struct LocalRecord {
+    let version: RemoteVersion?
 }

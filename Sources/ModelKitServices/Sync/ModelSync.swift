@@ -48,8 +48,9 @@ public final class ModelSync {
     /// give it again. Each pull therefore also lists the ids and versions of the collection's
     /// changes in this span (a few bytes each, one request a page of 1,000) and reads by id the
     /// records it does not hold at those versions. A change committed later still than this is
-    /// found when a push of the same record is refused twice for the same version: the sync then
-    /// reads that record and merges it.
+    /// found when a push of the same record is refused and the next pull does not move the
+    /// record's version (or the sync has no round left): the sync then reads that record by id
+    /// and merges it.
     public var lookBack: Duration = .seconds(30)
 
     let registrar = ObservationRegistrar()
@@ -223,6 +224,10 @@ extension ModelSync {
                 try await store.save()
             }
             if again {
+                // Read what the last round's push met, so that the next sync pushes against
+                // the server's version even when no pull would bring it (a late commit).
+                try await readBack(refused, into: &report)
+                try await store.save()
                 // Still refused after the last round: the server keeps changing the record, or
                 // its version here cannot move (a record the pull skipped). Not a success.
                 throw ServiceError(.conflict(current: nil))

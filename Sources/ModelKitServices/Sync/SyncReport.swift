@@ -107,10 +107,10 @@ public struct SyncReport: Sendable {
     /// How many pull and push rounds ran (another round runs when the server changed a record
     /// between this sync's pull and its push).
     public var rounds = 0
-    /// Changes the change feed did not bring that the sync found by looking again: records it
-    /// read by id because the server committed them after later ones (``ModelSync/lookBack``)
-    /// or refused a write against a version the pull did not move. Also counted in ``pulled``
-    /// and ``removed``.
+    /// Records the sync read by id, and deletions it found, beyond what the change feed gave:
+    /// changes the server committed after later ones (``ModelSync/lookBack``), and records of
+    /// writes it refused against a version no pull moved. Each then merges as a change from the
+    /// feed would (so most are also in ``pulled``, ``removed`` or ``conflicts``).
     public var lateChanges = 0
 
     public init() {}
