@@ -205,3 +205,19 @@ extension SyncTests {
         #expect(two.sync.pendingChangeCount == 0)
     }
 }
+
+@Suite("The look-back span in milliseconds")
+struct LookBackSpanTests {
+    @Test("A duration becomes whole milliseconds, saturating at Int64.max, and a negative one none")
+    func milliseconds() {
+        #expect(ModelSync.milliseconds(.seconds(30)) == 30_000)
+        #expect(ModelSync.milliseconds(.milliseconds(1_500)) == 1_500)
+        #expect(ModelSync.milliseconds(.microseconds(999)) == 0)
+        #expect(ModelSync.milliseconds(.zero) == 0)
+        #expect(ModelSync.milliseconds(.seconds(-1)) == 0)
+        #expect(ModelSync.milliseconds(.milliseconds(-1)) == 0)
+        #expect(ModelSync.milliseconds(.seconds(Int64.max)) == .max)
+        #expect(ModelSync.milliseconds(.seconds(Int64.max / 1000) + .milliseconds(999)) == .max)
+        #expect(ModelSync.milliseconds(.seconds(18_446_744_073_709_552)) == .max)
+    }
+}
