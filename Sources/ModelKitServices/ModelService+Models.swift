@@ -184,9 +184,20 @@ struct VersionTable {
         VersionTable(table: context.metadataTable("ModelKitServices.versions " + store))
     }
 
-    /// The version this context last saw of the model's record.
+    /// What the table holds for a model whose create a sync sent without learning the answer
+    /// (see `ModelSync.markCreatesSent()`): the record may exist, at a version not known here.
+    static let sentMark = "?"
+
+    /// The version this context last saw of the model's record; nil for none, and for a create
+    /// sent whose answer was not heard (``sentMark``).
     subscript(id: ModelID) -> RemoteVersion? {
-        get { table[id].map(RemoteVersion.init) }
+        get { table[id].flatMap { $0 == Self.sentMark ? nil : RemoteVersion($0) } }
         nonmutating set { table[id] = newValue?.rawValue }
+    }
+
+    /// The version the delete of a removed model's record must match: the one last seen, or nil
+    /// (no precondition) when its create was sent and the answer never heard.
+    static func expectedVersion(of entry: ModelMetadataTable.RemovedEntry) -> RemoteVersion? {
+        entry.value == sentMark ? nil : RemoteVersion(entry.value)
     }
 }

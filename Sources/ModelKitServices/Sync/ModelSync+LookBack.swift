@@ -66,14 +66,9 @@ extension ModelSync {
     /// placeholder of a record deleted here, which a merged reference may have made), or its
     /// delete still to push; nil for neither.
     private func localState(of id: RecordID, deletes: [RecordID: ModelID]) -> LocalRecord? {
-        let removed = deletes[id]
-        if let held = ModelIdAssignment.heldModel(for: id, in: context),
-            removed == nil || held.modelState != .needsData || held.hasChanges
-        {
-            return LocalRecord(version: versions[held.modelId])
-        }
-        guard let removed else { return nil }
-        return LocalRecord(version: versions.table.removed[removed].map { RemoteVersion($0.value) })
+        if let held = heldModel(for: id, deletes: deletes) { return LocalRecord(version: versions[held.modelId]) }
+        guard let removed = deletes[id] else { return nil }
+        return LocalRecord(version: versions.table.removed[removed].flatMap(VersionTable.expectedVersion(of:)))
     }
 
     /// `duration` in whole milliseconds, at most `Int64.max`; 0 for a negative one.

@@ -46,10 +46,7 @@ extension ModelSync {
         var clean: [RemoteRecord] = []
         var conflicted: [(any Model, RemoteRecord)] = []
         for record in page.records {
-            let held = ModelIdAssignment.heldModel(for: record.id, in: context)
-            // A placeholder of a record deleted here (a reference merged meanwhile named it) is
-            // not the record coming back: the delete wins.
-            if let held, deletes[record.id] == nil || held.modelState != .needsData || held.hasChanges {
+            if let held = heldModel(for: record.id, deletes: deletes) {
                 if versions[held.modelId] == record.version { continue }
                 let isPending = held.hasChanges || (versions[held.modelId] == nil && held.modelState == ModelState.new)
                 if isPending {
@@ -59,8 +56,11 @@ extension ModelSync {
                 }
             } else if let removed = deletes[record.id] {
                 // Deleted here, changed on the server: the delete wins, against the new version.
-                guard versions.table.removed[removed]?.value != record.version.rawValue else { continue }
+                let known = versions.table.removed[removed]?.value
+                guard known != record.version.rawValue else { continue }
                 versions.table.updateRemoved(removed, value: record.version.rawValue)
+                // This device's own create, whose answer it never heard: no change of another's.
+                if known == VersionTable.sentMark { continue }
                 let conflict = SyncConflict(
                     record: record.id, kind: .deletedHere,
                     versions: ConflictVersions(
@@ -100,6 +100,15 @@ extension ModelSync {
                 versions.table.forgetRemoved(removed)
             }
         }
+    }
+
+    /// The model the context holds for record `id`, but not a placeholder of a record deleted
+    /// here (`deletes`): a reference merged meanwhile may have made one, and it is not the record
+    /// coming back (the delete wins).
+    func heldModel(for id: RecordID, deletes: [RecordID: ModelID]) -> (any Model)? {
+        guard let held = ModelIdAssignment.heldModel(for: id, in: context) else { return nil }
+        if deletes[id] != nil, held.modelState == .needsData, !held.hasChanges { return nil }
+        return held
     }
 
     /// The pending deletes by record.

@@ -23,7 +23,9 @@ extension ModelSync {
         var dependencies = plan.dependencies
         for (_, entry) in deletes {
             writes.append(
-                .delete(RecordID(collection: entry.modelName, id: entry.objectId), expected: RemoteVersion(entry.value)))
+                .delete(
+                    RecordID(collection: entry.modelName, id: entry.objectId),
+                    expected: VersionTable.expectedVersion(of: entry)))
             dependencies.append([])
         }
         let results: [RecordWriteResult]
@@ -75,6 +77,23 @@ extension ModelSync {
         try advance(by: pending.count + deletes.count, total: 0)
         if let failure { throw failure }
         return refused
+    }
+}
+
+extension ModelSync {
+    /// Marks each model about to be pushed as a create "sent, version unknown" (saved with the
+    /// store before the push goes out). Without the mark, a create that reaches the server but
+    /// whose answer is lost leaves the model with no version; deleting it then leaves no delete
+    /// to push (only models with a version do), and the next pull brings the record back. With
+    /// it, the removed model keeps an entry, and its delete goes without a precondition (a 404
+    /// meaning the create never landed).
+    ///
+    /// - Complexity: O(*n*) in the models of the synced types.
+    func markCreatesSent() {
+        let versions = self.versions
+        for model in pendingModels() where versions.table[model.modelId] == nil {
+            versions.table[model.modelId] = VersionTable.sentMark
+        }
     }
 }
 

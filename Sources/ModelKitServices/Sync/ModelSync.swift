@@ -218,6 +218,7 @@ extension ModelSync {
                 report.rounds += 1
                 try await pull(into: &report)
                 if !refused.isEmpty { try await readBack(refused, into: &report) }
+                markCreatesSent()
                 try await store.save()
                 refused = try await push(into: &report)
                 again = !refused.isEmpty
