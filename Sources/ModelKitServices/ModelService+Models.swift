@@ -188,16 +188,31 @@ struct VersionTable {
     /// (see `ModelSync.markCreatesSent()`): the record may exist, at a version not known here.
     static let sentMark = "?"
 
-    /// The version this context last saw of the model's record; nil for none, and for a create
-    /// sent whose answer was not heard (``sentMark``).
+    /// What begins the removed entry of a model whose record's delete the server acknowledged,
+    /// followed by the tombstone's version: kept for a while (see `ModelSync.deleteAcknowledged`).
+    static let deletedPrefix = "-"
+
+    /// The version this context last saw of the model's record; nil for none, for a create
+    /// sent whose answer was not heard (``sentMark``), and for a record deleted (an undo brought
+    /// its model back: it is created again).
     subscript(id: ModelID) -> RemoteVersion? {
-        get { table[id].flatMap { $0 == Self.sentMark ? nil : RemoteVersion($0) } }
+        get {
+            table[id].flatMap { $0 == Self.sentMark || $0.hasPrefix(Self.deletedPrefix) ? nil : RemoteVersion($0) }
+        }
         nonmutating set { table[id] = newValue?.rawValue }
     }
 
     /// The version the delete of a removed model's record must match: the one last seen, or nil
-    /// (no precondition) when its create was sent and the answer never heard.
+    /// (no precondition) when its create was sent and the answer never heard. For a delete done,
+    /// the tombstone's version.
     static func expectedVersion(of entry: ModelMetadataTable.RemovedEntry) -> RemoteVersion? {
-        entry.value == sentMark ? nil : RemoteVersion(entry.value)
+        if entry.value == sentMark { return nil }
+        return RemoteVersion(deletedVersion(of: entry) ?? entry.value)
+    }
+
+    /// The tombstone's version of a removed model whose delete the server acknowledged; nil for
+    /// a delete still to push.
+    static func deletedVersion(of entry: ModelMetadataTable.RemovedEntry) -> String? {
+        entry.value.hasPrefix(deletedPrefix) ? String(entry.value.dropFirst(deletedPrefix.count)) : nil
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitTestSupport
 // The test models, Writer and Article, are declared once in Tests/ServiceTestModels, shared with
 // the child processes (Tests/SyncKillChild). Exported from here so that every file of the tests
 // sees them, as when they were declared in this file, without an import in each.
@@ -121,12 +122,14 @@ struct KintoServer: Sendable {
                 "start", "--parent-pid", "\(ProcessInfo.processInfo.processIdentifier)", "--max-lifetime", "7200",
                 "--timeout", "600",
             ] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
+        let output = try ExecPipe()
+        let errors = try ExecPipe()
+        process.standardOutput = output.writing
+        process.standardError = errors.writing
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        output.closeWriting()
+        errors.closeWriting()
         // Bounded: a start that hangs is stopped, which ends the reads below.
         let pid = process.processIdentifier
         let watchdog = Task.detached {
@@ -138,8 +141,8 @@ struct KintoServer: Sendable {
         // On a thread of its own: reading to the end of the script's output blocks until it exits.
         let (status, text, log): (Int32, String, String) = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let text = String(decoding: output.reading.readDataToEndOfFile(), as: UTF8.self)
+                let log = String(decoding: errors.reading.readDataToEndOfFile(), as: UTF8.self)
                 // waitpid, not waitUntilExit: the latter never returned in this test process.
                 var status: Int32 = 0
                 let waited = waitpid(pid, &status, 0)

@@ -52,10 +52,10 @@ struct SavePipelineTests {
         return root
     }
 
-    static func rig() async throws -> FaultTests.Rig {
+    static func rig(timeout: Duration = .seconds(120)) async throws -> FaultTests.Rig {
         let direct = try await KintoServer.freshService(collections: ["PipeNode", "PipeTag"])
         let proxy = try await FaultProxy.start()
-        return FaultTests.Rig(proxy: proxy, service: proxy.service(bucket: direct.bucket), direct: direct)
+        return FaultTests.Rig(proxy: proxy, service: proxy.service(bucket: direct.bucket, timeout: timeout), direct: direct)
     }
 
     /// The `last_modified` of every record of `collection` on the server, by id.
@@ -90,7 +90,9 @@ struct SavePipelineTests {
     @Test("The next batch goes out while the server works on the one before; the batch that depends on both waits for them")
     @MainActor
     func batchesInFlightTogether() async throws {
-        let rig = try await Self.rig()
+        // The held batch waits as long as the other takes to be written (over 2 minutes on
+        // PostgreSQL in CI once): no time limit of the service's may end it first.
+        let rig = try await Self.rig(timeout: .seconds(900))
         defer { rig.proxy.stop() }
         let context = ModelContext()
         let root = Self.fan(25, tags: 35, in: context)
@@ -258,7 +260,9 @@ struct SavePipelineTests {
     @Test("A save cancelled with a batch in flight sends no further batch and reports only what the server answered as written")
     @MainActor
     func cancellationMidPipeline() async throws {
-        let rig = try await Self.rig()
+        // Only the cancel may end the save: a time limit over the waits below (the batch not
+        // held took over 2 minutes to be written on PostgreSQL in CI, and the held one timed out).
+        let rig = try await Self.rig(timeout: .seconds(900))
         defer { rig.proxy.stop() }
         let context = ModelContext()
         let root = Self.fan(25, tags: 35, in: context)

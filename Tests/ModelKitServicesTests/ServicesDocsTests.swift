@@ -13,8 +13,11 @@ struct ServicesDocsTests {
     func programRuns(_ program: DocProgram) async throws {
         let server = try await KintoServer.forDocs.value
         let environment = ["KINTO_URL": server.url.absoluteString, "KINTO_USER": server.user, "KINTO_PASSWORD": server.password]
-        let outcome = try SnippetCompiler(modules: ["ModelKit", "ModelKitServices", "ModelKitServiceTesting"])
-            .build(andRun: program.source, companions: DocProgram.companions, environment: environment)
+        // Off the cooperative threads (two on a two-core machine): compiling and running block.
+        let outcome = try await ChildProcess.offCooperativeThreads {
+            try SnippetCompiler(modules: ["ModelKit", "ModelKitServices", "ModelKitServiceTesting"])
+                .build(andRun: program.source, companions: DocProgram.companions, environment: environment)
+        }
         let errors = outcome.diagnostics.split(separator: "\n").filter { $0.contains("error:") }
         #expect(outcome.compiled, "\(program.page) does not compile:\n\(errors.joined(separator: "\n"))")
         guard outcome.compiled else { return }

@@ -36,7 +36,7 @@ public final class ChildProcess {
     public let process: Process
     /// Its process id.
     public var pid: Int32 { process.processIdentifier }
-    private let output: Pipe?
+    private let output: ExecPipe?
     /// What was read after the last complete line.
     private var pending = Data()
     private let backstop: DispatchWorkItem?
@@ -77,16 +77,17 @@ public final class ChildProcess {
         case .none:
             self.output = nil
         case .standardOutput:
-            let pipe = Pipe()
-            process.standardOutput = pipe
+            let pipe = try ExecPipe()
+            process.standardOutput = pipe.writing
             self.output = pipe
         case .merged:
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
+            let pipe = try ExecPipe()
+            process.standardOutput = pipe.writing
+            process.standardError = pipe.writing
             self.output = pipe
         }
         try process.run()
+        self.output?.closeWriting()
         if let backstop {
             let pid = process.processIdentifier
             let item = DispatchWorkItem { kill(pid, signal) }
@@ -108,7 +109,7 @@ public final class ChildProcess {
                 pending = Data(pending[(end + 1)...])
                 return Substring(line)
             }
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.reading.availableData
             if chunk.isEmpty { return nil }
             pending += chunk
         }
@@ -118,7 +119,7 @@ public final class ChildProcess {
     /// killed), with what was read but not returned as a line.
     public func readToEnd() -> String {
         guard let output else { return "" }
-        let rest = pending + output.fileHandleForReading.readDataToEndOfFile()
+        let rest = pending + output.reading.readDataToEndOfFile()
         pending = Data()
         return String(decoding: rest, as: UTF8.self)
     }

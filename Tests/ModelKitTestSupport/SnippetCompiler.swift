@@ -9,7 +9,7 @@ import Foundation
 /// library product, and should not grow one for tests).
 public struct SnippetCompiler {
     /// What the compiler said, and the program's output when it was run.
-    public struct Outcome {
+    public struct Outcome: Sendable {
         public var compiled: Bool
         public var diagnostics: String
         /// The program's standard output and error, when it was run.
@@ -146,11 +146,12 @@ public struct SnippetCompiler {
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+        let pipe = try ExecPipe()
+        process.standardOutput = pipe.writing
+        process.standardError = pipe.writing
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        pipe.closeWriting()
+        let data = pipe.reading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }

@@ -35,7 +35,37 @@ extension ModelSync {
         if let since { try await lookBack(M.self, upTo: since, into: &report) }
         // A record skipped (it does not decode, or its merge does not) is pulled again next time:
         // the collection's version moves only past records that were merged.
-        if let timestamp, report.skipped.count == skipped { context.setPackageValue(timestamp.rawValue, forKey: key) }
+        if let timestamp, report.skipped.count == skipped {
+            context.setPackageValue(timestamp.rawValue, forKey: key)
+            forgetDeletes(of: collection, before: timestamp)
+        }
+    }
+
+    /// Forgets the deletes of `collection` done here whose tombstones are more than the
+    /// look-back span before `timestamp`, the version the collection is now pulled at: a record
+    /// brought back after them would have been pulled (see `deleteAcknowledged`).
+    ///
+    /// - Complexity: O(*r*) in the removed models' entries.
+    func forgetDeletes(of collection: String, before timestamp: RemoteVersion) {
+        guard let now = Int64(timestamp.rawValue) else { return }
+        let span = Self.milliseconds(lookBack)
+        for (id, entry) in versions.table.removed where entry.modelName == collection {
+            guard let deleted = VersionTable.deletedVersion(of: entry) else { continue }
+            // A version that is not a number is never passed: forgotten at once.
+            guard let version = Int64(deleted) else {
+                versions.table.forgetRemoved(id)
+                continue
+            }
+            let (end, overflow) = version.addingReportingOverflow(span)
+            if !overflow, end <= now { versions.table.forgetRemoved(id) }
+        }
+    }
+
+    /// Whether version `version` comes after `other`: as numbers when both are (Kinto's are);
+    /// otherwise when they differ.
+    static func isVersion(_ version: String, after other: String) -> Bool {
+        guard let left = Int64(version), let right = Int64(other) else { return version != other }
+        return left > right
     }
 
     /// Merges one page: new records and records this device did not change are loaded as a
@@ -54,9 +84,21 @@ extension ModelSync {
                 } else {
                     clean.append(record)
                 }
-            } else if let removed = deletes[record.id] {
+            } else if let removed = deletes[record.id], let entry = versions.table.removed[removed] {
+                if let deleted = VersionTable.deletedVersion(of: entry) {
+                    // Deleted on the server already. Another model's record, made under the
+                    // object id since, is new here; the deleted model's own record at a version
+                    // after the tombstone's is back (an update that raced the delete, see
+                    // `deleteAcknowledged`), and is deleted again.
+                    guard record.storedModelId.flatMap(ModelID.init) == removed else {
+                        versions.table.forgetRemoved(removed)
+                        clean.append(record)
+                        continue
+                    }
+                    guard Self.isVersion(record.version.rawValue, after: deleted) else { continue }
+                }
                 // Deleted here, changed on the server: the delete wins, against the new version.
-                let known = versions.table.removed[removed]?.value
+                let known = entry.value
                 guard known != record.version.rawValue else { continue }
                 versions.table.updateRemoved(removed, value: record.version.rawValue)
                 // This device's own create, whose answer it never heard: no change of another's.
@@ -97,6 +139,9 @@ extension ModelSync {
                 held.removeFromContext()
                 report.removed += 1
             } else if let removed = deletes[deletion.id] {
+                // A delete done here stays known until the pulls are past it; one still to push
+                // is done (another device deleted the record).
+                if let entry = versions.table.removed[removed], VersionTable.deletedVersion(of: entry) != nil { continue }
                 versions.table.forgetRemoved(removed)
             }
         }

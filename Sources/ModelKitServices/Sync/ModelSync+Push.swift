@@ -51,11 +51,11 @@ extension ModelSync {
         for (index, result) in results.enumerated() {
             let isDelete = index >= plan.writes.count
             switch result {
-            case .written:
+            case .written(let version):
                 written += 1
                 if isDelete {
                     report.deleted += 1
-                    versions.table.forgetRemoved(deletes[index - plan.writes.count].0)
+                    deleteAcknowledged(deletes[index - plan.writes.count].0, at: version)
                 } else {
                     report.pushed += 1
                 }
@@ -81,6 +81,18 @@ extension ModelSync {
 }
 
 extension ModelSync {
+    /// Keeps the entry of a removed model whose delete the server acknowledged, as done at the
+    /// tombstone's `version`, until the pulls are past it (`forgetDeletes(of:before:)`).
+    ///
+    /// Kinto checks a precondition before it writes, not atomically with the write, and its
+    /// update writes a record whether or not a tombstone is there: an update by another device
+    /// racing this delete (both checked against the version before) is accepted after it and
+    /// brings the record back (seen on PostgreSQL in the two-process test). A pull that meets a
+    /// record deleted here at a later version deletes it again, as a delete against an edit does.
+    func deleteAcknowledged(_ id: ModelID, at version: RemoteVersion) {
+        versions.table.updateRemoved(id, value: VersionTable.deletedPrefix + version.rawValue)
+    }
+
     /// Marks each model about to be pushed as a create "sent, version unknown" (saved with the
     /// store before the push goes out). Without the mark, a create that reaches the server but
     /// whose answer is lost leaves the model with no version; deleting it then leaves no delete
@@ -91,7 +103,7 @@ extension ModelSync {
     /// - Complexity: O(*n*) in the models of the synced types.
     func markCreatesSent() {
         let versions = self.versions
-        for model in pendingModels() where versions.table[model.modelId] == nil {
+        for model in pendingModels() where versions.table[model.modelId] != VersionTable.sentMark && versions[model.modelId] == nil {
             versions.table[model.modelId] = VersionTable.sentMark
         }
     }

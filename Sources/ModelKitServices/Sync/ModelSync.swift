@@ -311,7 +311,9 @@ extension ModelSync {
     /// ``pendingDeletes()`` as `versions` (another service's or user's table) says.
     func pendingDeletes(versions: VersionTable) -> [(ModelID, ModelMetadataTable.RemovedEntry)] {
         let names = Set(models.map { $0.modelName })
-        return versions.table.removed.filter { names.contains($0.value.modelName) }.sorted { $0.key < $1.key }
+        return versions.table.removed.filter {
+            names.contains($0.value.modelName) && VersionTable.deletedVersion(of: $0.value) == nil
+        }.sorted { $0.key < $1.key }
     }
 }
 
