@@ -103,7 +103,9 @@ extension ModelSync {
     /// - Complexity: O(*n*) in the models of the synced types.
     func markCreatesSent() {
         let versions = self.versions
-        for model in pendingModels() where versions.table[model.modelId] != VersionTable.sentMark && versions[model.modelId] == nil {
+        for model in pendingModels() where versions[model.modelId] == nil {
+            // Also over the mark of a delete done (an undo brought the model back); setting the
+            // mark again changes nothing.
             versions.table[model.modelId] = VersionTable.sentMark
         }
     }
