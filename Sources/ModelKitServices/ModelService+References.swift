@@ -90,13 +90,27 @@ extension ModelService {
     private func records(_ ids: [String], of collection: String, walk: ReferenceWalk, canList: inout Bool)
         async throws(ServiceError) -> [RemoteRecord]
     {
+        try await existingRecords(
+            ids, of: collection, maximumCandidates: walk.maximumRecords, tooMany: walk.tooMany, canList: &canList)
+    }
+
+    /// The records of `collection` with these ids that the server has (the others are gone): one
+    /// list request (and its pages), or, once the backend said it cannot list (`canList` false
+    /// from then on), one read per id.
+    ///
+    /// - Throws: `tooMany` beyond `maximumCandidates`; ``ServiceError/Code/invalidResponse`` for a
+    ///   record not asked for; the network and server errors.
+    /// - Complexity: O(*r*) in the records' size, plus one request per page (or per id).
+    func existingRecords(
+        _ ids: [String], of collection: String, maximumCandidates: Int, tooMany: ServiceError, canList: inout Bool
+    ) async throws(ServiceError) -> [RemoteRecord] {
         let asked = Set(ids)
         var found: [RemoteRecord] = []
         if canList {
             let request = RecordListRequest(
                 collection: collection, conditions: [RecordCondition(.recordId, .in, ids.map(ModelValue.string))])
             do throws(ServiceError) {
-                found = try await collect(request, maximumCandidates: walk.maximumRecords, tooMany: walk.tooMany)
+                found = try await collect(request, maximumCandidates: maximumCandidates, tooMany: tooMany)
             } catch let error where error.code == .notSupported {
                 canList = false
             }

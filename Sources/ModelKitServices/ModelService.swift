@@ -119,6 +119,14 @@ public struct RemoteRecord: Sendable {
     var storedModelId: String? {
         text.member(node, "modelId").flatMap(text.string)
     }
+
+    /// The `createdAt` field, when it is a date as records hold them (`{"__type": "Date", "iso":
+    /// …}`) or ISO 8601 text.
+    var storedCreatedAt: Date? {
+        guard let field = text.member(node, "createdAt") else { return nil }
+        let iso = text.member(field, "iso") ?? field
+        return text.string(iso).flatMap(ISODate.date(from:))
+    }
 }
 
 /// One write for ``ModelService/perform(_:)``.

@@ -12,10 +12,8 @@ import Testing
 extension SyncTests {
     @Test("A model deleted after its create's answer was lost is deleted on the server, even after a relaunch")
     func deleteAfterALostCreateAnswerReachesTheServer() async throws {
-        let bucketService = try await KintoServer.freshService()
-        let proxy = try await FaultProxy.start()
+        let (bucketService, proxy, device) = try await Self.deviceThroughProxy()
         defer { proxy.stop() }
-        let device = try Device(service: proxy.service(bucket: bucketService.bucket))
         let kept = Writer.instance(objectId: "kept", in: device.context)
         kept.name = "Kept"
         let lost = Writer.instance(objectId: "lost", in: device.context)
@@ -54,10 +52,8 @@ extension SyncTests {
 
     @Test("A model deleted after its create was sent but never reached the server leaves nothing to push after one sync")
     func deleteOfACreateThatNeverLandedIsForgotten() async throws {
-        let bucketService = try await KintoServer.freshService()
-        let proxy = try await FaultProxy.start()
+        let (bucketService, proxy, device) = try await Self.deviceThroughProxy()
         defer { proxy.stop() }
-        let device = try Device(service: proxy.service(bucket: bucketService.bucket))
         let never = Writer.instance(objectId: "never", in: device.context)
         never.name = "Never landed"
         try await device.store.save()

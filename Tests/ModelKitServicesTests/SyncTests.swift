@@ -66,6 +66,19 @@ struct SyncTests {
         return (one, two)
     }
 
+    /// A device on a fresh bucket that reaches the server through a fault proxy, with a service
+    /// that reaches the bucket directly; the caller stops the proxy.
+    static func deviceThroughProxy() async throws -> (direct: KintoService, proxy: FaultProxy, device: Device) {
+        let direct = try await KintoServer.freshService()
+        let proxy = try await FaultProxy.start()
+        do {
+            return (direct, proxy, try Device(service: proxy.service(bucket: direct.bucket)))
+        } catch {
+            proxy.stop()
+            throw error
+        }
+    }
+
     @Test("Models made offline are pushed by a sync, and another device pulls them with their references")
     func pushAndPull() async throws {
         let (one, two) = try await Self.twoDevices()
@@ -351,7 +364,11 @@ struct SyncTests {
         let sync = ModelSync(store: one.store, service: other, models: [Writer.self, Article.self])
         let error = await #expect(throws: ServiceError.self) { try await sync.sync() }
         #expect(error?.code == .pendingChanges)
-        if case .pendingChanges(let count, _)? = error?.kind { #expect(count == 1) } else { Issue.record("\(String(describing: error))") }
+        if case .pendingChanges(let count, _)? = error?.kind {
+            #expect(count == 1)
+        } else {
+            Issue.record("\(String(describing: error))")
+        }
         #expect(error.map { "\($0)" }?.contains("someone-else") == true)
         #expect(error.map { "\($0)" }?.contains(server.password) == false)
     }
@@ -402,10 +419,8 @@ struct SyncTests {
 
     @Test("A model made without an object id keeps the one its first sync gave it when the push is cut short")
     func objectIdKeptAcrossFailedPush() async throws {
-        let service = try await KintoServer.freshService()
-        let proxy = try await FaultProxy.start()
+        let (service, proxy, device) = try await Self.deviceThroughProxy()
         defer { proxy.stop() }
-        let device = try Device(service: proxy.service(bucket: service.bucket))
         let writer = Writer.instance(in: device.context)
         writer.name = "No id yet"
         try await device.store.save()

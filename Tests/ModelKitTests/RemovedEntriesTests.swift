@@ -23,14 +23,14 @@ struct RemovedEntriesTests {
         return (table, ann, bo)
     }
 
-    @Test("Removing a model moves its entry to the removed entries, with its name and object id")
+    @Test("Removing a model moves its entry to the removed entries, with its name, object id and creation date")
     func removalKeepsEntry() {
         let context = ModelContext()
         let (table, ann, bo) = Self.synced(context)
         let id = ann.modelId
         ann.removeFromContext()
         #expect(table[id] == nil)
-        #expect(table.removed[id] == .init(modelName: "Author", objectId: "ann", value: "10"))
+        #expect(table.removed[id] == .init(modelName: "Author", objectId: "ann", value: "10", createdAt: ann.createdAt))
         #expect(table[bo.modelId] == "11")
         table.forgetRemoved(id)
         #expect(table.removed.isEmpty)
@@ -82,7 +82,8 @@ struct RemovedEntriesTests {
         try reloaded.load(context.data(format: format))
         let table = reloaded.metadataTable(Self.namespace)
         #expect(table.keepsRemovedEntries)
-        #expect(table.removed == [id: .init(modelName: "Author", objectId: "ann", value: "10")])
+        // The creation date comes back exactly (`==`), as model dates do.
+        #expect(table.removed == [id: .init(modelName: "Author", objectId: "ann", value: "10", createdAt: ann.createdAt)])
         #expect(table[bo.modelId] == "11")
         #expect(reloaded.packageValue("since Author") == "1234")
     }
@@ -92,11 +93,13 @@ struct RemovedEntriesTests {
         try withStore { url, options in
             var annId: ModelID?
             var boId: ModelID?
+            var annCreated: Date?
             do {
                 let store = try ModelStore(url: url, options: options)
                 let (table, ann, bo) = Self.synced(store.context)
                 try store.save()
                 annId = ann.modelId
+                annCreated = ann.createdAt
                 boId = bo.modelId
                 ann.removeFromContext()
                 try store.save()
@@ -118,7 +121,8 @@ struct RemovedEntriesTests {
             let reopened = try ModelStore(url: url, options: options)
             let table = reopened.context.metadataTable(Self.namespace)
             #expect(table.keepsRemovedEntries)
-            #expect(table.removed == [ann: .init(modelName: "Author", objectId: "ann", value: "10")])
+            #expect(
+                table.removed == [ann: .init(modelName: "Author", objectId: "ann", value: "10", createdAt: annCreated)])
             #expect(table.removed[bo] == nil && table[bo] == nil)
             #expect(reopened.context.packageValue("since Author") == "99")
             // A compaction writes them into the base.
@@ -130,7 +134,7 @@ struct RemovedEntriesTests {
         }
     }
 
-    @Test("Removed entries that are not a model name, an object id and a string fail with the path")
+    @Test("Removed entries that are not a model name, an object id, a string and an optional date fail with the path")
     func malformedEntry() throws {
         try ModelRegistry.register(Author.self, Post.self)
         let context = ModelContext()
@@ -141,6 +145,11 @@ struct RemovedEntriesTests {
         for (bad, path) in [
             ("\"removed\":{\"ns\":{\"\(id)\":[\"Author\",\"ann\"]}}", "tracking.removed.ns.\(id)"),
             ("\"removed\":{\"ns\":{\"\(id)\":[\"Author\",\"ann\",3]}}", "tracking.removed.ns.\(id)"),
+            ("\"removed\":{\"ns\":{\"\(id)\":[\"Author\",\"ann\",\"3\",\"not a date\"]}}", "tracking.removed.ns.\(id)[3]"),
+            (
+                "\"removed\":{\"ns\":{\"\(id)\":[\"Author\",\"ann\",\"3\",\"2026-01-01T00:00:00Z\",\"x\"]}}",
+                "tracking.removed.ns.\(id)"
+            ),
             ("\"removed\":{\"ns\":{\"not an id\":[\"Author\",\"ann\",\"3\"]}}", "tracking.removed.ns"),
             ("\"removed\":[]", "tracking.removed"),
         ] {
@@ -153,6 +162,23 @@ struct RemovedEntriesTests {
             #expect(error?.path == path)
             #expect(fresh.isEmpty)
         }
+    }
+
+    @Test("A removed entry written without a creation date (an older file) loads with none")
+    func entryWithoutDate() throws {
+        try ModelRegistry.register(Author.self, Post.self)
+        let context = ModelContext()
+        _ = Self.synced(context)
+        let text = String(decoding: try context.data(format: .json), as: UTF8.self)
+        let id = "00000000-0000-4000-8000-000000000001"
+        let range = try #require(text.range(of: "\"removed\":{"))
+        let end = try #require(text.range(of: ",\"values\""))
+        let old = text.replacingCharacters(
+            in: range.lowerBound..<end.lowerBound, with: "\"removed\":{\"ns\":{\"\(id)\":[\"Author\",\"ann\",\"3\"]}}")
+        let reloaded = ModelContext()
+        try reloaded.load(Data(old.utf8))
+        let entry = try #require(reloaded.metadataTable("ns").removed[ModelID(id)!])
+        #expect(entry == .init(modelName: "Author", objectId: "ann", value: "3", createdAt: nil))
     }
 
     @Test("A save that removes a model and gives its object id to a new one opens again")

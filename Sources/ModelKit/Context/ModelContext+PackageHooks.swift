@@ -120,11 +120,21 @@ package final class ModelMetadataTable {
         package let objectId: String
         /// The table's string for it when it was removed.
         package let value: String
+        /// The removed model's ``Model/createdAt``: what tells its record from one that another
+        /// model made later under the same object id (model ids differ between devices, the
+        /// creation date travels with the record). Nil in entries written before it was kept.
+        package let createdAt: Date?
 
-        package init(modelName: String, objectId: String, value: String) {
+        package init(modelName: String, objectId: String, value: String, createdAt: Date?) {
             self.modelName = modelName
             self.objectId = objectId
             self.value = value
+            self.createdAt = createdAt
+        }
+
+        /// The entry with another string.
+        package func with(value: String) -> RemovedEntry {
+            RemovedEntry(modelName: modelName, objectId: objectId, value: value, createdAt: createdAt)
         }
     }
 
@@ -154,17 +164,17 @@ package final class ModelMetadataTable {
     /// match, after a pull saw the record change).
     package func updateRemoved(_ id: ModelID, value: String) {
         guard let entry = removed[id], entry.value != value else { return }
-        removed[id] = RemovedEntry(modelName: entry.modelName, objectId: entry.objectId, value: value)
+        removed[id] = entry.with(value: value)
         context?.packageStateChanged = true
     }
 
     /// Moves the string of a model just removed to ``removed``; during a store's replay
     /// (`keepingEntry` false), whose records say what ``removed`` holds, it is only dropped.
-    func modelRemoved(_ id: ModelID, name: String, objectId: String?, keepingEntry: Bool) {
+    func modelRemoved(_ id: ModelID, name: String, objectId: String?, createdAt: Date, keepingEntry: Bool) {
         guard let value = values[id] else { return }
         values[id] = nil
         guard keepingEntry, let objectId else { return }
-        removed[id] = RemovedEntry(modelName: name, objectId: objectId, value: value)
+        removed[id] = RemovedEntry(modelName: name, objectId: objectId, value: value, createdAt: createdAt)
         context?.packageStateChanged = true
     }
 
@@ -240,9 +250,9 @@ extension ModelContext {
 
 extension ModelContext {
     /// Moves a removed model's strings to the removed entries of the tables that keep them.
-    func noteRemoval(_ id: ModelID, name: String, objectId: String?) {
+    func noteRemoval(_ id: ModelID, name: String, objectId: String?, createdAt: Date) {
         for table in metadataTables.values where table.keepsRemovedEntries {
-            table.modelRemoved(id, name: name, objectId: objectId, keepingEntry: !replaysJournal)
+            table.modelRemoved(id, name: name, objectId: objectId, createdAt: createdAt, keepingEntry: !replaysJournal)
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Observation
+import Synchronization
 
 /// Owns models: at most one instance per ``ModelID`` and per object id, retained until removed.
 /// The Swift counterpart of `MKitModelContext`.
@@ -550,7 +550,11 @@ public final class ModelContext {
             return true
         }
         guard removed else { return }
-        if tombstoneTables > 0 { noteRemoval(id, name: M.modelName, objectId: model.storage.metadata.objectId) }
+        if tombstoneTables > 0 {
+            noteRemoval(
+                id, name: M.modelName, objectId: model.storage.metadata.objectId,
+                createdAt: model.storage.metadata.createdAt)
+        }
         hasRemovedIds = true
         if undoManager != nil { registerUndoOfRemove(model) }
         indexRegistry.forEach(of: M.self) { $0.removed(model) }

@@ -10,10 +10,13 @@ import Foundation
 ///   "new": ["<modelId>"],
 ///   "placeholders": ["<modelId>"],
 ///   "changed": {"<modelId>": {"<property>": <its value at the last reset>}},
-///   "removed": {"<namespace>": {"<modelId>": ["<model name>", "<object id>", "<opaque string>"]}},
+///   "removed": {"<namespace>": {"<modelId>": ["<model name>", "<object id>", "<opaque string>", "<createdAt>"]}},
 ///   "values": {"<key>": "<opaque string>"}
 /// }
 /// ```
+///
+/// A removed entry's fourth element, the removed model's creation date as ISO 8601 text, may be
+/// missing (files written before it was kept).
 ///
 /// `removed` and `values` are the package's state beyond the models' (see
 /// ``ModelMetadataTable/keepsRemovedEntries`` and ``ModelContext/packageValue(_:)``), written
@@ -113,6 +116,7 @@ struct TrackingMember {
                     sink.string(entry.modelName)
                     sink.string(entry.objectId)
                     sink.string(entry.value)
+                    if let createdAt = entry.createdAt, let text = ISODate.string(from: createdAt) { sink.string(text) }
                     sink.endArray()
                 }
                 sink.endObject()
@@ -255,21 +259,30 @@ extension TrackingMember {
             try document.forEach(in: table) { key, entry in
                 let id = try modelId(key, in: document, path: path)
                 let entryPath = "\(path).\(id)"
-                let expected = "an array of a model name, an object id and a string"
+                let expected = "an array of a model name, an object id, a string and an optional date"
                 try expect(.array, entry, in: document, path: entryPath, expected)
                 let parts = try document.elements(of: entry)
-                guard parts.count == 3 else {
+                guard parts.count == 3 || parts.count == 4 else {
                     throw SerializationError(
                         .typeMismatch, path: entryPath, byteOffset: document.byteOffset(of: entry), expected: expected,
                         found: "an array of \(parts.count) elements")
                 }
                 for part in parts { try expect(.string, part, in: document, path: entryPath, expected) }
+                var createdAt: Date?
+                if parts.count == 4 {
+                    createdAt = ISODate.date(from: try document.string(parts[3]))
+                    guard createdAt != nil else {
+                        throw SerializationError(
+                            .invalidValue, path: "\(entryPath)[3]", byteOffset: document.byteOffset(of: parts[3]),
+                            expected: "an ISO 8601 date", found: document.describeNode(parts[3]))
+                    }
+                }
                 entries.append(
                     (
                         id,
                         ModelMetadataTable.RemovedEntry(
                             modelName: try document.string(parts[0]), objectId: try document.string(parts[1]),
-                            value: try document.string(parts[2]))
+                            value: try document.string(parts[2]), createdAt: createdAt)
                     ))
                 return true
             }

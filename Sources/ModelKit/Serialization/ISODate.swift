@@ -79,7 +79,7 @@ package enum ISODate {
 
     /// Parses ISO 8601 text: `[±]YYYY-MM-DD(T| )HH:MM:SS[.fraction][Z|±HH:MM|±HHMM| ±HHMM]`.
     /// Returns `nil` for anything else.
-    static func date(from text: String) -> Date? {
+    package static func date(from text: String) -> Date? {
         var scanner = Scanner(Array(text.utf8))
         var sign: Int64 = 1
         if scanner.take(UInt8(ascii: "-")) { sign = -1 } else { _ = scanner.take(UInt8(ascii: "+")) }

@@ -5,7 +5,7 @@ import ModelKit
 // them (see KintoService+ChangeVersions.swift for why a server commits changes out of order):
 // - the look-back: each pull also lists the ids and versions of the changes of the span
 //   ``ModelSync/lookBack`` before the version it pulled at last, and reads the few records it does
-//   not hold at those versions;
+//   not hold at those versions (100 per list request);
 // - the read-back: a write the server refused whose version the next pull did not move (or
 //   that the sync's last round met) reads that record by id and merges it, so the next push has
 //   its version, however late the change came.
@@ -21,7 +21,7 @@ extension ModelSync {
         guard span > 0 else { return }
         let start = RemoteVersion(String(last > span ? last - span : 0))
         let end = RemoteVersion(String(last == .max ? last : last + 1))
-        let deletes = pendingDeleteIndex()
+        let deletes = removedEntryIndex()
         var missing: [RecordID] = []
         var deletions: [RecordDeletion] = []
         var cursor: RecordCursor?
@@ -49,7 +49,7 @@ extension ModelSync {
     )
         async throws
     {
-        let deletes = pendingDeleteIndex()
+        let deletes = removedEntryIndex()
         var stale: [String: [RecordID]] = [:]
         for (id, expected) in refused {
             // Gone since (the pull deleted it): nothing to read.
@@ -68,7 +68,7 @@ extension ModelSync {
     private func localState(of id: RecordID, deletes: [RecordID: ModelID]) -> LocalRecord? {
         if let held = heldModel(for: id, deletes: deletes) { return LocalRecord(version: versions[held.modelId]) }
         guard let removed = deletes[id] else { return nil }
-        return LocalRecord(version: versions.table.removed[removed].flatMap(VersionTable.expectedVersion(of:)))
+        return LocalRecord(version: versions.table.removed[removed].flatMap { VersionTable.mark(of: $0).version })
     }
 
     /// `duration` in whole milliseconds, at most `Int64.max`; 0 for a negative one.
@@ -81,8 +81,8 @@ extension ModelSync {
         return total.overflow ? .max : max(0, total.partialValue)
     }
 
-    /// Reads `ids` one by one (a record gone meanwhile is a deletion) and merges them with
-    /// `deletions` as a page of the change feed.
+    /// Reads `ids` (100 per list request; a record gone meanwhile is a deletion) and merges
+    /// them with `deletions` as a page of the change feed.
     private func mergeRead<M: RemoteModel>(
         _ ids: [RecordID], deletions: [RecordDeletion], as type: M.Type, into report: inout SyncReport,
         isolation: isolated (any Actor)? = #isolation
@@ -90,31 +90,23 @@ extension ModelSync {
         guard !ids.isEmpty || !deletions.isEmpty else { return }
         var records: [RemoteRecord] = []
         var gone = deletions
-        for id in ids {
-            try advance(by: 0, total: 1)
-            switch await readRecord(id) {
-            case .success(let record): records.append(record)
-            case .failure(let error) where error.code == .notFound:
-                // The deletion's own version is not known; the merge of a deletion does not use it.
-                gone.append(RecordDeletion(id: id, version: RemoteVersion("0")))
-            case .failure(let error): throw error
+        var canList = true
+        let tooMany = ServiceError(.invalidResponse(expected: "the records asked for", found: "more"))
+        for offset in stride(from: 0, to: ids.count, by: 100) {
+            let chunk = ids[offset..<min(offset + 100, ids.count)].map(\.id)
+            try advance(by: 0, total: chunk.count)
+            let found = try await service.existingRecords(
+                chunk, of: M.modelName, maximumCandidates: chunk.count, tooMany: tooMany, canList: &canList)
+            let foundIds = Set(found.map(\.id.id))
+            // The deletion's own version is not known; the merge of a deletion does not use it.
+            for id in chunk where !foundIds.contains(id) {
+                gone.append(RecordDeletion(id: RecordID(collection: M.modelName, id: id), version: RemoteVersion("0")))
             }
-            try advance(by: 1, total: 0)
+            records += found
+            try advance(by: chunk.count, total: 0)
         }
         merge(RecordChanges(records: records, deletions: gone, next: nil, timestamp: nil), as: M.self, into: &report)
         report.lateChanges += records.count + gone.count
-    }
-
-    /// `service.read(id)` as a result (a `catch … where` on the typed error crashed the 6.3
-    /// compiler here).
-    private func readRecord(_ id: RecordID, isolation: isolated (any Actor)? = #isolation) async -> Result<
-        RemoteRecord, ServiceError
-    > {
-        do {
-            return .success(try await service.read(id))
-        } catch {
-            return .failure(error)
-        }
     }
 }
 

@@ -43,16 +43,25 @@ extension ModelSync {
 
     /// Forgets the deletes of `collection` done here whose tombstones are more than the
     /// look-back span before `timestamp`, the version the collection is now pulled at: a record
-    /// brought back after them would have been pulled (see `deleteAcknowledged`).
+    /// brought back after them would have been pulled (see `deleteAcknowledged(_:at:)`). A delete
+    /// whose tombstone's version was never heard takes `timestamp`, which the tombstone cannot be
+    /// after, and is forgotten a span later.
+    ///
+    /// A collection's version moves only when something in it changes, so an idle collection
+    /// keeps the entries of the deletes of its last span of activity: a bounded number.
     ///
     /// - Complexity: O(*r*) in the removed models' entries.
     func forgetDeletes(of collection: String, before timestamp: RemoteVersion) {
         guard let now = Int64(timestamp.rawValue) else { return }
         let span = Self.milliseconds(lookBack)
         for (id, entry) in versions.table.removed where entry.modelName == collection {
-            guard let deleted = VersionTable.deletedVersion(of: entry) else { continue }
+            guard case .deleted(let tombstone) = VersionTable.mark(of: entry) else { continue }
+            guard let tombstone else {
+                versions.table.updateRemoved(id, value: VersionTable.Mark.deleted(tombstone: timestamp).text)
+                continue
+            }
             // A version that is not a number is never passed: forgotten at once.
-            guard let version = Int64(deleted) else {
+            guard let version = Int64(tombstone.rawValue) else {
                 versions.table.forgetRemoved(id)
                 continue
             }
@@ -61,18 +70,20 @@ extension ModelSync {
         }
     }
 
-    /// Whether version `version` comes after `other`: as numbers when both are (Kinto's are);
-    /// otherwise when they differ.
-    static func isVersion(_ version: String, after other: String) -> Bool {
-        guard let left = Int64(version), let right = Int64(other) else { return version != other }
-        return left > right
+    /// Whether `record` may be the record of the removed model of `entry`: false only when both
+    /// carry a creation date and the dates differ. Model ids cannot tell (a device that met the
+    /// record as a reference first gives its model an id of its own, and writes it); the creation
+    /// date travels with the record, and a model made later under the same object id has its own.
+    static func isRecord(_ record: RemoteRecord, of entry: ModelMetadataTable.RemovedEntry) -> Bool {
+        guard let createdAt = entry.createdAt, let stored = record.storedCreatedAt else { return true }
+        return stored == createdAt
     }
 
     /// Merges one page: new records and records this device did not change are loaded as a
     /// fetch loads them; records it changed go to the policy; deletions remove models.
     func merge<M: RemoteModel>(_ page: RecordChanges, as type: M.Type, into report: inout SyncReport) {
         let versions = self.versions
-        let deletes = pendingDeleteIndex()
+        let deletes = removedEntryIndex()
         var clean: [RemoteRecord] = []
         var conflicted: [(any Model, RemoteRecord)] = []
         for record in page.records {
@@ -85,24 +96,30 @@ extension ModelSync {
                     clean.append(record)
                 }
             } else if let removed = deletes[record.id], let entry = versions.table.removed[removed] {
-                if let deleted = VersionTable.deletedVersion(of: entry) {
-                    // Deleted on the server already. Another model's record, made under the
-                    // object id since, is new here; the deleted model's own record at a version
-                    // after the tombstone's is back (an update that raced the delete, see
-                    // `deleteAcknowledged`), and is deleted again.
-                    guard record.storedModelId.flatMap(ModelID.init) == removed else {
-                        versions.table.forgetRemoved(removed)
-                        clean.append(record)
-                        continue
-                    }
-                    guard Self.isVersion(record.version.rawValue, after: deleted) else { continue }
+                // Another model's record, made under the object id since: the record removed
+                // here is gone, and this one is new here.
+                guard Self.isRecord(record, of: entry) else {
+                    versions.table.forgetRemoved(removed)
+                    clean.append(record)
+                    continue
+                }
+                switch VersionTable.mark(of: entry) {
+                case .sent:
+                    // This device's own create, whose answer it never heard: the delete goes
+                    // against its version, and no one else's change is overruled.
+                    versions.table.updateRemoved(removed, value: record.version.rawValue)
+                    continue
+                case .version(let known):
+                    guard known != record.version else { continue }
+                case .deleted:
+                    // Deleted on the server already, and back: an update that raced the delete
+                    // (see `deleteAcknowledged(_:at:)`). Whatever its version (a late commit can
+                    // carry a smaller one), a live record read after the delete's answer came
+                    // back after it.
+                    break
                 }
                 // Deleted here, changed on the server: the delete wins, against the new version.
-                let known = entry.value
-                guard known != record.version.rawValue else { continue }
                 versions.table.updateRemoved(removed, value: record.version.rawValue)
-                // This device's own create, whose answer it never heard: no change of another's.
-                if known == VersionTable.sentMark { continue }
                 let conflict = SyncConflict(
                     record: record.id, kind: .deletedHere,
                     versions: ConflictVersions(
@@ -141,7 +158,7 @@ extension ModelSync {
             } else if let removed = deletes[deletion.id] {
                 // A delete done here stays known until the pulls are past it; one still to push
                 // is done (another device deleted the record).
-                if let entry = versions.table.removed[removed], VersionTable.deletedVersion(of: entry) != nil { continue }
+                if let entry = versions.table.removed[removed], VersionTable.mark(of: entry).isDeleted { continue }
                 versions.table.forgetRemoved(removed)
             }
         }
@@ -156,13 +173,34 @@ extension ModelSync {
         return held
     }
 
-    /// The pending deletes by record.
-    func pendingDeleteIndex() -> [RecordID: ModelID] {
+    /// The removed models' entries (deletes to push, and deletes done for a while), by record.
+    ///
+    /// A record has two when its object id was given to another model that was removed in turn:
+    /// a delete still to push speaks for the record, before a delete done; between two of a
+    /// kind, the later-made model's (so a pull tells its record from others by its creation date).
+    ///
+    /// - Complexity: O(*r*) in the entries.
+    func removedEntryIndex() -> [RecordID: ModelID] {
         var index: [RecordID: ModelID] = [:]
-        for (id, entry) in versions.table.removed {
-            index[RecordID(collection: entry.modelName, id: entry.objectId)] = id
+        let removed = versions.table.removed
+        for (id, entry) in removed {
+            let record = RecordID(collection: entry.modelName, id: entry.objectId)
+            if let other = index[record], let held = removed[other], !Self.entry(entry, id, outranks: held, other) { continue }
+            index[record] = id
         }
         return index
+    }
+
+    private static func entry(
+        _ entry: ModelMetadataTable.RemovedEntry, _ id: ModelID, outranks other: ModelMetadataTable.RemovedEntry,
+        _ otherId: ModelID
+    ) -> Bool {
+        let done = VersionTable.mark(of: entry).isDeleted
+        let otherDone = VersionTable.mark(of: other).isDeleted
+        if done != otherDone { return otherDone }
+        let made = entry.createdAt ?? .distantPast
+        let otherMade = other.createdAt ?? .distantPast
+        return made != otherMade ? made > otherMade : id > otherId
     }
 
     /// Loads records as a fetch does (all at once; one by one when that fails, skipping and

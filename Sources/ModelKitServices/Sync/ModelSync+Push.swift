@@ -8,13 +8,12 @@ import ModelKit
 // crash, whose answers the store never recorded, applies nothing twice.
 
 extension ModelSync {
-    /// Pushes the pending changes; returns the writes that met a change made on the server since
+    /// Pushes the pending changes (`pending`: the models of ``pendingModels()``); returns the writes that met a change made on the server since
     /// the pull, with the version each expected (another round then pulls the change and pushes
     /// again).
-    func push(into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation) async throws
-        -> [RecordID: RemoteVersion?]
+    func push(_ pending: [any Model], into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation)
+        async throws -> [RecordID: RemoteVersion?]
     {
-        let pending = pendingModels()
         let deletes = pendingDeletes()
         guard !pending.isEmpty || !deletes.isEmpty else { return [:] }
         try advance(by: 0, total: pending.count + deletes.count)
@@ -25,7 +24,7 @@ extension ModelSync {
             writes.append(
                 .delete(
                     RecordID(collection: entry.modelName, id: entry.objectId),
-                    expected: VersionTable.expectedVersion(of: entry)))
+                    expected: VersionTable.mark(of: entry).version))
             dependencies.append([])
         }
         let results: [RecordWriteResult]
@@ -55,7 +54,10 @@ extension ModelSync {
                 written += 1
                 if isDelete {
                     report.deleted += 1
-                    deleteAcknowledged(deletes[index - plan.writes.count].0, at: version)
+                    // A retried delete that found the record gone answers with the version it
+                    // expected ("0" for none; see `KintoService`): the tombstone's is unknown.
+                    let expected = writes[index].expectedVersion ?? RemoteVersion("0")
+                    deleteAcknowledged(deletes[index - plan.writes.count].0, at: version == expected ? nil : version)
                 } else {
                     report.pushed += 1
                 }
@@ -82,15 +84,17 @@ extension ModelSync {
 
 extension ModelSync {
     /// Keeps the entry of a removed model whose delete the server acknowledged, as done at the
-    /// tombstone's `version`, until the pulls are past it (`forgetDeletes(of:before:)`).
+    /// tombstone's `version` (nil when unknown), until the pulls are past it
+    /// (`forgetDeletes(of:before:)`).
     ///
     /// Kinto checks a precondition before it writes, not atomically with the write, and its
     /// update writes a record whether or not a tombstone is there: an update by another device
     /// racing this delete (both checked against the version before) is accepted after it and
-    /// brings the record back (seen on PostgreSQL in the two-process test). A pull that meets a
-    /// record deleted here at a later version deletes it again, as a delete against an edit does.
-    func deleteAcknowledged(_ id: ModelID, at version: RemoteVersion) {
-        versions.table.updateRemoved(id, value: VersionTable.deletedPrefix + version.rawValue)
+    /// brings the record back (seen on PostgreSQL in the two-process test). A pull that meets the
+    /// removed model's record alive again (see `isRecord(_:of:)`) deletes it again, as a delete
+    /// against an edit does.
+    func deleteAcknowledged(_ id: ModelID, at version: RemoteVersion?) {
+        versions.table.updateRemoved(id, value: VersionTable.Mark.deleted(tombstone: version).text)
     }
 
     /// Marks each model about to be pushed as a create "sent, version unknown" (saved with the
@@ -100,13 +104,13 @@ extension ModelSync {
     /// it, the removed model keeps an entry, and its delete goes without a precondition (a 404
     /// meaning the create never landed).
     ///
-    /// - Complexity: O(*n*) in the models of the synced types.
-    func markCreatesSent() {
+    /// - Complexity: O(*p*) in the models to push (`pending`, from ``pendingModels()``).
+    func markCreatesSent(_ pending: [any Model]) {
         let versions = self.versions
-        for model in pendingModels() where versions[model.modelId] == nil {
+        for model in pending where versions[model.modelId] == nil {
             // Also over the mark of a delete done (an undo brought the model back); setting the
             // mark again changes nothing.
-            versions.table[model.modelId] = VersionTable.sentMark
+            versions.table[model.modelId] = VersionTable.Mark.sent.text
         }
     }
 }

@@ -218,9 +218,10 @@ extension ModelSync {
                 report.rounds += 1
                 try await pull(into: &report)
                 if !refused.isEmpty { try await readBack(refused, into: &report) }
-                markCreatesSent()
+                let pending = pendingModels()
+                markCreatesSent(pending)
                 try await store.save()
-                refused = try await push(into: &report)
+                refused = try await push(pending, into: &report)
                 again = !refused.isEmpty
                 try await store.save()
             }
@@ -312,7 +313,7 @@ extension ModelSync {
     func pendingDeletes(versions: VersionTable) -> [(ModelID, ModelMetadataTable.RemovedEntry)] {
         let names = Set(models.map { $0.modelName })
         return versions.table.removed.filter {
-            names.contains($0.value.modelName) && VersionTable.deletedVersion(of: $0.value) == nil
+            names.contains($0.value.modelName) && !VersionTable.mark(of: $0.value).isDeleted
         }.sorted { $0.key < $1.key }
     }
 }
