@@ -107,8 +107,11 @@ extension ModelService {
         let asked = Set(ids)
         var found: [RemoteRecord] = []
         if canList {
+            // Ordered by id: a server pages by the sort's values, and a record written between two
+            // pages would move past the cursor of the default order (by version) and be missed.
             let request = RecordListRequest(
-                collection: collection, conditions: [RecordCondition(.recordId, .in, ids.map(ModelValue.string))])
+                collection: collection, conditions: [RecordCondition(.recordId, .in, ids.map(ModelValue.string))],
+                order: [RecordSortKey(.recordId, ascending: true)])
             do throws(ServiceError) {
                 found = try await collect(request, maximumCandidates: maximumCandidates, tooMany: tooMany)
             } catch let error where error.code == .notSupported {

@@ -202,6 +202,81 @@ extension SyncTests {
         #expect(one.article("a1") == nil)
     }
 
+    @Test("A record another client made without a creation date loads with the same date on every device, so a delete still wins")
+    func recordWithoutACreationDateKeepsDeletesWinning() async throws {
+        let (one, two) = try await Self.twoDevices()
+        // A web client's record: its fields, no ModelKit header.
+        try await Self.writeAgain(
+            ModelValue.Object([("title", "From the web")]), as: "web", in: "Article", at: Int64(Date().timeIntervalSince1970 * 1000),
+            bucket: one.service.bucket)
+        _ = try await one.sync.sync()
+        _ = try await two.sync.sync()
+        #expect(one.article("web")?.createdAt == Date(timeIntervalSince1970: 0))
+        #expect(two.article("web")?.createdAt == Date(timeIntervalSince1970: 0))
+
+        // Deleted here offline; edited on the other device, whose push writes its date.
+        one.article("web")?.removeFromContext()
+        try await one.store.save()
+        two.article("web")?.title = "Edited on two"
+        try await two.store.save()
+        _ = try await two.sync.sync()
+
+        let report = try await one.sync.sync()
+        #expect(report.conflicts.map(\.kind) == [.deletedHere])
+        #expect(try await Self.serverRecord(one.service, "Article", "web") == nil)
+        #expect(one.article("web") == nil)
+    }
+
+    @Test("A model deleted after a create that never landed does not delete another client's record without a creation date")
+    func sentCreateDoesNotTakeOverARecordWithoutADate() async throws {
+        let (direct, proxy, device) = try await Self.deviceThroughProxy()
+        defer { proxy.stop() }
+        let mine = Writer.instance(objectId: "y", in: device.context)
+        mine.name = "Mine, never landed"
+        try await device.store.save()
+        try await proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 3]])
+        await #expect(throws: ServiceError.self) { try await device.sync.sync() }
+        try await Self.writeAgain(
+            ModelValue.Object([("name", "From the web")]), as: "y", in: "Writer", at: Int64(Date().timeIntervalSince1970 * 1000),
+            bucket: direct.bucket)
+
+        mine.removeFromContext()
+        try await device.store.save()
+        let report = try await device.sync.sync()
+        #expect(report.deleted == 0 && report.conflicts.isEmpty, "\(report.conflicts)")
+        #expect(try await Self.serverRecord(direct, "Writer", "y")?["name"] == .string("From the web"))
+        #expect(device.writer("y")?.name == "From the web")
+    }
+
+    @Test("Of two deletes done under one object id, the one whose model the record is brought back deletes it again")
+    func recordBroughtBackIsMatchedAmongSeveralDeletes() async throws {
+        let (one, _) = try await Self.twoDevices()
+        guard case .object(let first)? = try await Self.serverRecord(one.service, "Article", "a1") else {
+            throw FixtureError("no record a1 on the server")
+        }
+        one.article("a1")?.removeFromContext()
+        try await one.store.save()
+        _ = try await one.sync.sync()
+        let again = Article.instance(objectId: "a1", in: one.context)
+        again.title = "Second a1"
+        try await one.store.save()
+        _ = try await one.sync.sync()
+        again.removeFromContext()
+        try await one.store.save()
+        _ = try await one.sync.sync()
+        let table = VersionTable.of(one.context, store: one.service.storeIdentifier).table
+        let marks = table.removed.values.filter { $0.objectId == "a1" }.map(VersionTable.mark(of:))
+        #expect(marks.count == 2 && marks.allSatisfy(\.isDeleted))
+
+        // A late update of the first model's record, committed after both deletes.
+        let stamp = Int64(Date().timeIntervalSince1970 * 1000) + 1000
+        try await Self.writeAgain(first, as: "a1", in: "Article", at: stamp, bucket: one.service.bucket)
+        let report = try await one.sync.sync()
+        #expect(report.conflicts.map(\.kind) == [.deletedHere])
+        #expect(try await Self.serverRecord(one.service, "Article", "a1") == nil)
+        #expect(one.article("a1") == nil)
+    }
+
     @Test("A delete done is kept for the look-back span, survives a relaunch, and is forgotten once the pulls are past it")
     func deletesDoneAreForgottenAfterTheLookBack() async throws {
         let (one, _) = try await Self.twoDevices()

@@ -65,9 +65,9 @@ extension ModelSync {
     /// What this device holds of record `id`, and the version it has of it: its model (not a
     /// placeholder of a record deleted here, which a merged reference may have made), or its
     /// delete still to push; nil for neither.
-    private func localState(of id: RecordID, deletes: [RecordID: ModelID]) -> LocalRecord? {
+    private func localState(of id: RecordID, deletes: [RecordID: [ModelID]]) -> LocalRecord? {
         if let held = heldModel(for: id, deletes: deletes) { return LocalRecord(version: versions[held.modelId]) }
-        guard let removed = deletes[id] else { return nil }
+        guard let removed = deletes[id]?.first else { return nil }
         return LocalRecord(version: versions.table.removed[removed].flatMap { VersionTable.mark(of: $0).version })
     }
 

@@ -43,7 +43,9 @@ extension ModelSync {
 
     /// Forgets the deletes of `collection` done here whose tombstones are more than the
     /// look-back span before `timestamp`, the version the collection is now pulled at: a record
-    /// brought back after them would have been pulled (see `deleteAcknowledged(_:at:)`). A delete
+    /// brought back by a write that committed within the span was pulled, by the feed or the
+    /// look-back (see `deleteAcknowledged(_:at:)`); one committed later still, with a version
+    /// older than the span, is not seen (as for any late change, see Docs/Sync.md). A delete
     /// whose tombstone's version was never heard takes `timestamp`, which the tombstone cannot be
     /// after, and is forgotten a span later.
     ///
@@ -70,13 +72,18 @@ extension ModelSync {
         }
     }
 
-    /// Whether `record` may be the record of the removed model of `entry`: false only when both
-    /// carry a creation date and the dates differ. Model ids cannot tell (a device that met the
-    /// record as a reference first gives its model an id of its own, and writes it); the creation
-    /// date travels with the record, and a model made later under the same object id has its own.
+    /// Whether `record` may be the record of the removed model of `entry`, by their creation
+    /// dates (to the millisecond, as other clients may write them). Model ids cannot tell (a
+    /// device that met the record as a reference first gives its model an id of its own, and
+    /// writes it); the creation date travels with the record, the same on every device, and a
+    /// model made later under the same object id has its own. A record without a date is not the
+    /// record of a create sent from here (which wrote one); for any other entry it cannot be told
+    /// apart, and is taken for the removed model's (every device loads it with the same date, see
+    /// `unknownCreationDate`).
     static func isRecord(_ record: RemoteRecord, of entry: ModelMetadataTable.RemovedEntry) -> Bool {
-        guard let createdAt = entry.createdAt, let stored = record.storedCreatedAt else { return true }
-        return stored == createdAt
+        guard let createdAt = entry.createdAt else { return true }
+        guard let stored = record.storedCreatedAt else { return VersionTable.mark(of: entry) != .sent }
+        return abs(stored.timeIntervalSince(createdAt)) < 0.001
     }
 
     /// Merges one page: new records and records this device did not change are loaded as a
@@ -95,11 +102,12 @@ extension ModelSync {
                 } else {
                     clean.append(record)
                 }
-            } else if let removed = deletes[record.id], let entry = versions.table.removed[removed] {
-                // Another model's record, made under the object id since: the record removed
-                // here is gone, and this one is new here.
-                guard Self.isRecord(record, of: entry) else {
-                    versions.table.forgetRemoved(removed)
+            } else if let candidates = deletes[record.id] {
+                // The removed model whose record this is; none: a record another model made
+                // under the object id since, new here (the records removed here are gone).
+                let removed = candidates.first { versions.table.removed[$0].map { Self.isRecord(record, of: $0) } ?? false }
+                guard let removed, let entry = versions.table.removed[removed] else {
+                    for id in candidates { versions.table.forgetRemoved(id) }
                     clean.append(record)
                     continue
                 }
@@ -155,11 +163,13 @@ extension ModelSync {
                 versions[held.modelId] = nil
                 held.removeFromContext()
                 report.removed += 1
-            } else if let removed = deletes[deletion.id] {
+            } else if let candidates = deletes[deletion.id] {
                 // A delete done here stays known until the pulls are past it; one still to push
                 // is done (another device deleted the record).
-                if let entry = versions.table.removed[removed], VersionTable.mark(of: entry).isDeleted { continue }
-                versions.table.forgetRemoved(removed)
+                for removed in candidates {
+                    if let entry = versions.table.removed[removed], VersionTable.mark(of: entry).isDeleted { continue }
+                    versions.table.forgetRemoved(removed)
+                }
             }
         }
     }
@@ -167,7 +177,7 @@ extension ModelSync {
     /// The model the context holds for record `id`, but not a placeholder of a record deleted
     /// here (`deletes`): a reference merged meanwhile may have made one, and it is not the record
     /// coming back (the delete wins).
-    func heldModel(for id: RecordID, deletes: [RecordID: ModelID]) -> (any Model)? {
+    func heldModel(for id: RecordID, deletes: [RecordID: [ModelID]]) -> (any Model)? {
         guard let held = ModelIdAssignment.heldModel(for: id, in: context) else { return nil }
         if deletes[id] != nil, held.modelState == .needsData, !held.hasChanges { return nil }
         return held
@@ -175,18 +185,19 @@ extension ModelSync {
 
     /// The removed models' entries (deletes to push, and deletes done for a while), by record.
     ///
-    /// A record has two when its object id was given to another model that was removed in turn:
-    /// a delete still to push speaks for the record, before a delete done; between two of a
-    /// kind, the later-made model's (so a pull tells its record from others by its creation date).
+    /// A record has several when its object id was given to another model that was removed in
+    /// turn. They are ranked: a delete still to push first, then the later-made model's; a pull
+    /// takes the first whose model the record is (see `isRecord(_:of:)`).
     ///
-    /// - Complexity: O(*r*) in the entries.
-    func removedEntryIndex() -> [RecordID: ModelID] {
-        var index: [RecordID: ModelID] = [:]
+    /// - Complexity: O(*r* log *r*) in the entries.
+    func removedEntryIndex() -> [RecordID: [ModelID]] {
+        var index: [RecordID: [ModelID]] = [:]
         let removed = versions.table.removed
         for (id, entry) in removed {
-            let record = RecordID(collection: entry.modelName, id: entry.objectId)
-            if let other = index[record], let held = removed[other], !Self.entry(entry, id, outranks: held, other) { continue }
-            index[record] = id
+            index[RecordID(collection: entry.modelName, id: entry.objectId), default: []].append(id)
+        }
+        for (record, ids) in index where ids.count > 1 {
+            index[record] = ids.sorted { Self.entry(removed[$0]!, $0, outranks: removed[$1]!, $1) }
         }
         return index
     }

@@ -14,6 +14,8 @@ extension ModelSync {
     func push(_ pending: [any Model], into report: inout SyncReport, isolation: isolated (any Actor)? = #isolation)
         async throws -> [RecordID: RemoteVersion?]
     {
+        // Models removed while the store saved, before this push, are deletes now.
+        let pending = pending.filter { $0.modelContext === context }
         let deletes = pendingDeletes()
         guard !pending.isEmpty || !deletes.isEmpty else { return [:] }
         try advance(by: 0, total: pending.count + deletes.count)

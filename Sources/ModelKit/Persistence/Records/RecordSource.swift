@@ -157,12 +157,19 @@ package struct LoadableRecord {
     }
 }
 
+/// The creation date of a model loaded from a record without one (1970-01-01): the same on every
+/// device. The time of the load would differ between devices, and each would write its own back
+/// with its next update, so the date could no longer tell the record's model from another made
+/// later under the same object id (what a sync's deletes rely on).
+package let unknownCreationDate = Date(timeIntervalSince1970: 0)
+
 extension Model {
     /// Loads `records` into `context`, all or nothing, as ``instance(from:in:options:isolation:)`` loads a
     /// tree of model dictionaries, and returns the model of the first, which must be a `Self`.
     ///
     /// Each record's fields but those named in `hiding` are its model's properties (the header
-    /// fields `createdAt` and `updatedAt` give its dates); a pointer's target is
+    /// fields `createdAt` and `updatedAt` give its dates; a record without `createdAt`, made by
+    /// another client, gets `unknownCreationDate`); a pointer's target is
     /// `pointerIds(model name, object id)`: a model of the records, of the context, or else a
     /// placeholder (with that object id).
     ///
@@ -223,8 +230,9 @@ final class RecordSource: ModelSource {
                     node, key: key, in: document, record: record.node, index: index, name: record.modelName)
             }
             let header = GraphLoader.Header(
-                name: record.modelName, id: record.modelId, objectId: record.objectId, createdAt: try date("createdAt"),
-                updatedAt: try date("updatedAt"), properties: index)
+                name: record.modelName, id: record.modelId, objectId: record.objectId,
+                createdAt: try date("createdAt") ?? unknownCreationDate, updatedAt: try date("updatedAt"),
+                properties: index)
             try loader.add(header)
         }
     }
