@@ -18,7 +18,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "ModelKit", dependencies: ["ModelKitShims"]),
-        .target(name: "ModelKitServices", dependencies: ["ModelKit"]),
+        .target(name: "ModelKitServices", dependencies: ["ModelKit", "ModelKitShims"]),
         .target(name: "ModelKitServiceTesting", dependencies: ["ModelKitServices", "ModelKit"]),
         // One C header: the change epoch that property writes read on their fast path.
         .target(name: "ModelKitShims"),

@@ -20,6 +20,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         /// The kept-alive connection closed as the request went out, and libcurl was about to
         /// send it again without its body (Linux).
         case connectionDropped
+        /// The answer's sink could not write a piece (a full disk, say).
+        case sinkFailed(String)
     }
 
     enum Ending: Sendable {
@@ -42,11 +44,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private struct Transfer {
         let task: HTTPClient.TaskBox
         let continuation: CheckedContinuation<Outcome, Never>
+        /// The most bytes of the answer's body, as the session counts them.
         let limit: Int
+        /// The most bytes kept in `data` (less than `limit` when a sink takes a successful body).
+        let dataLimit: Int
         /// When the client's time limit stops the transfer.
         let deadline: DispatchTime
         /// The body bytes sent with the request, which the session's progress counts too.
         let sent: Int64
+        /// Where the body goes instead of `data`.
+        let sink: ResponseSink?
+        let onSent: (@Sendable (Int64) -> Void)?
         var data = Data()
         var received = 0
         var challenged = false
@@ -88,12 +96,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// Starts following `task`; `continuation` is resumed once, when it ends (at the latest when
     /// `deadline` passes: then as ``Stop/timedOut``).
     func register(
-        _ task: HTTPClient.TaskBox, limit: Int, sent: Int, deadline: DispatchTime,
-        continuation: CheckedContinuation<Outcome, Never>
+        _ task: HTTPClient.TaskBox, limit: Int, dataLimit: Int, sent: Int, deadline: DispatchTime, sink: ResponseSink?,
+        onSent: (@Sendable (Int64) -> Void)?, continuation: CheckedContinuation<Outcome, Never>
     ) {
         state.withLock { state in
             state.transfers[ObjectIdentifier(task.task)] = Transfer(
-                task: task, continuation: continuation, limit: limit, deadline: deadline, sent: Int64(sent))
+                task: task, continuation: continuation, limit: limit, dataLimit: dataLimit, deadline: deadline,
+                sent: Int64(sent), sink: sink, onSent: onSent)
             let check = Self.nextCheck(before: deadline)
             if state.armed.map({ check < $0 }) ?? true { state.arm(at: check) }
         }
@@ -250,13 +259,37 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         return a == b
     }
 
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        state.withLock { $0.transfers[ObjectIdentifier(task)]?.onSent }?(totalBytesSent)
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let declared = dataTask.response?.expectedContentLength ?? -1
+        let status = (dataTask.response as? HTTPURLResponse)?.statusCode ?? 0
+        if (200...299).contains(status), let sink = state.withLock({ $0.transfers[ObjectIdentifier(dataTask)]?.sink }) {
+            // Written outside the lock (a file write can take a while); the delegate's calls for
+            // one task come one at a time.
+            let over: Stop? = state.withLock { state -> Stop? in
+                let identifier = ObjectIdentifier(dataTask)
+                guard let before = state.transfers[identifier]?.received else { return nil }
+                state.transfers[identifier]?.received = before + data.count
+                if declared > sink.limit { return .tooLarge(declared: declared) }
+                return nil
+            }
+            if let over { return stop(dataTask, because: over) }
+            if !sink.write(data) {
+                stop(dataTask, because: sink.failure.map(Stop.sinkFailed) ?? .tooLarge(declared: nil))
+            }
+            return
+        }
         let over: Stop? = state.withLock { state -> Stop? in
             // Mutated in place through the dictionary: a copy of the transfer taken out and put
             // back would share its body's buffer, and each append would copy the whole body.
             let identifier = ObjectIdentifier(dataTask)
-            guard let (limit, before) = state.transfers[identifier].map({ ($0.limit, $0.received) }) else { return nil }
+            guard let (limit, before) = state.transfers[identifier].map({ ($0.dataLimit, $0.received) }) else { return nil }
             let received = before + data.count
             state.transfers[identifier]?.received = received
             if declared > Int64(limit) { return .tooLarge(declared: declared) }

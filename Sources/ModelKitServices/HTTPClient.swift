@@ -18,6 +18,13 @@ final class HTTPClient: Sendable {
         var url: URL
         var headers: [String: String] = [:]
         var body: Data?
+        /// A file whose bytes are the body, read as they are sent (an upload), instead of `body`.
+        var bodyFile: URL?
+        /// Where the answer's body goes instead of ``Response/body`` (a download), at most its
+        /// `limit` bytes.
+        var sink: ResponseSink?
+        /// Told the body bytes sent so far (an upload's progress).
+        var onSent: (@Sendable (Int64) -> Void)?
         /// Whether sending the request twice does no more than sending it once (a read, a write
         /// with a version precondition, a batch of them). Only such a request is retried.
         var isIdempotent = true
@@ -272,9 +279,27 @@ final class HTTPClient: Sendable {
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
+        var sent = request.body?.count ?? 0
+        if let file = request.bodyFile {
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber else {
+                return .failure(ServiceError(.fileFailed(expected: "a file to send", found: "none at '\(file.path)'")))
+            }
+            sent = size.intValue
+            urlRequest.setValue(String(sent), forHTTPHeaderField: "Content-Length")
+        }
+        if let sink = request.sink {
+            do throws(ServiceError) {
+                try sink.start()
+            } catch {
+                return .failure(error)
+            }
+        }
         // Made under the lock: a session that ``retire(_:)`` replaced is invalidated, and making a
         // task in it traps in swift-corelibs-foundation.
-        let (session, task) = self.session.withLock { ($0, $0.dataTask(with: urlRequest)) }
+        let (session, task) = self.session.withLock { session -> (URLSession, URLSessionTask) in
+            if let file = request.bodyFile { return (session, session.uploadTask(with: urlRequest, fromFile: file)) }
+            return (session, session.dataTask(with: urlRequest))
+        }
         #if canImport(FoundationNetworking)
             // When a kept-alive connection turns out to be closed as a request goes out (a
             // server's idle timeout, a restart, a proxy), libcurl sends the request again on a new
@@ -285,19 +310,22 @@ final class HTTPClient: Sendable {
             // that ModelKit sends may be repeated). So requests with a body share the kept-alive
             // connections too: a connection per request costs about as much processor time as the
             // request takes there (see ``retire(_:)``).
-            if request.body != nil { task.delegate = delegate }
+            if request.body != nil || request.bodyFile != nil { task.delegate = delegate }
         #endif
         let box = TaskBox(task)
         counters.requests.add(1, ordering: .relaxed)
-        counters.bytesSent.add(request.body?.count ?? 0, ordering: .relaxed)
-        let limit = maximumResponseBytes
+        counters.bytesSent.add(sent, ordering: .relaxed)
+        // A sink takes a successful answer's body, up to its own limit; any other answer's body
+        // (an error page) is kept, up to the client's.
+        let limit = request.sink.map { max(Int(clamping: $0.limit), maximumResponseBytes) } ?? maximumResponseBytes
         let delegate = delegate
         // The time limit is the client's own: the session's timeouts only catch silence.
         let deadline = DispatchTime.now() + timeout.seconds
         let outcome: SessionDelegate.Outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 delegate.register(
-                    box, limit: limit, sent: request.body?.count ?? 0, deadline: deadline, continuation: continuation)
+                    box, limit: limit, dataLimit: maximumResponseBytes, sent: sent, deadline: deadline, sink: request.sink,
+                    onSent: request.onSent, continuation: continuation)
                 // A cancellation that came before the registration found nothing to stop.
                 if Task.isCancelled {
                     delegate.stop(task, because: .cancelled)
@@ -329,6 +357,8 @@ final class HTTPClient: Sendable {
                 ServiceError(
                     .unreachable(
                         "\(request.line): libcurl started to send it again (its kept-alive connection was probably closed)")))
+        case .stopped(.sinkFailed(let reason)):
+            return .failure(ServiceError(.fileFailed(expected: "a file that can be written", found: reason)))
         case .stopped(.tooLarge(let declared)):
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))

@@ -60,6 +60,14 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         /// A sync's store holds changes not pushed yet that would be lost or sent as another
         /// user's: logging out, or syncing the store with a service of another user or server.
         case pendingChanges
+        /// A file is larger than the server accepts (``ServiceError/description`` gives its limit).
+        case fileTooLarge
+        /// The server does not accept files of this kind (by the name's extension).
+        case unsupportedFileType
+        /// A file on this device could not be read or written (the upload's source, the
+        /// download's destination), or a downloaded file is not the one uploaded (its length or
+        /// SHA-256 differ): nothing is left at the destination.
+        case fileFailed
     }
 
     enum Kind: Sendable {
@@ -85,6 +93,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case queryTooBroad(maximum: Int)
         case tooManyReferences(maximum: Int)
         case pendingChanges(count: Int, reason: String)
+        case fileTooLarge(String)
+        case unsupportedFileType(String)
+        case fileFailed(expected: String, found: String)
     }
 
     let kind: Kind
@@ -134,6 +145,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .invalidQuery: .invalidQuery
         case .queryTooBroad, .tooManyReferences: .queryTooBroad
         case .pendingChanges: .pendingChanges
+        case .fileTooLarge: .fileTooLarge
+        case .unsupportedFileType: .unsupportedFileType
+        case .fileFailed: .fileFailed
         }
     }
 
@@ -186,13 +200,16 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .cancelled(let request):
             return "cancelled\(subject): \(request)"
         case .unauthorized(let message):
-            return "expected valid credentials\(subject) but the server refused them (HTTP 401)\(message.isEmpty ? "" : ": \(message)")"
+            return
+                "expected valid credentials\(subject) but the server refused them (HTTP 401)\(message.isEmpty ? "" : ": \(message)")"
         case .forbidden(let message):
-            return "expected permission\(subject) but the server forbade the request (HTTP 403)\(message.isEmpty ? "" : ": \(message)")"
+            return
+                "expected permission\(subject) but the server forbade the request (HTTP 403)\(message.isEmpty ? "" : ": \(message)")"
         case .rateLimited(let delay, let status):
             return "the server asked to wait\(subject) (HTTP \(status))" + (delay.map { ": retry after \($0)" } ?? "")
         case .serverError(let status, let message):
-            return "expected a successful answer\(subject) but the server failed (HTTP \(status))\(message.isEmpty ? "" : ": \(message)")"
+            return
+                "expected a successful answer\(subject) but the server failed (HTTP \(status))\(message.isEmpty ? "" : ": \(message)")"
         case .httpStatus(let status, let message):
             return "expected a successful answer\(subject) but found HTTP \(status)\(message.isEmpty ? "" : ": \(message)")"
         case .conflict(let current):
@@ -226,6 +243,12 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
                 + "fetch with a smaller referenceDepth or a larger maximumRecords"
         case .pendingChanges(let count, let reason):
             return "expected no changes waiting to be pushed\(subject) but found \(count): \(reason)"
+        case .fileTooLarge(let message):
+            return "expected a file the server accepts\(subject) but it is too large: \(message)"
+        case .unsupportedFileType(let message):
+            return "expected a kind of file the server accepts\(subject): \(message)"
+        case .fileFailed(let expected, let found):
+            return "file\(subject): expected \(expected) but found \(found)"
         }
     }
 }

@@ -31,10 +31,52 @@ func read(_ service: KintoService, _ label: String) async {
         FileHandle.standardError.write(Data("\(label): \(error)\n".utf8))
     }
     let elapsed = clock.now - start
-    print(label, outcome, String(format: "%.2f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+    print(
+        label, outcome, String(format: "%.2f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    )
+}
+
+/// Uploads a file of `megabytes` MiB made in `folder`, downloads it back, and reports the peak
+/// memory before and after (issue #35: a file of any size crosses in bounded memory).
+func transferFile(_ arguments: [String]) async {
+    guard arguments.count == 8, let url = URL(string: arguments[2]), let megabytes = Int(arguments[6]) else {
+        FileHandle.standardError.write(Data("usage: ServiceClientChild files URL BUCKET USER PASSWORD MEGABYTES FOLDER\n".utf8))
+        exit(2)
+    }
+    let folder = URL(fileURLWithPath: arguments[7])
+    let source = folder.appendingPathComponent("large.bin")
+    // A mebibyte of varied bytes, written again and again.
+    var block = [UInt8](repeating: 0, count: 1 << 20)
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for index in block.indices {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        block[index] = UInt8(truncatingIfNeeded: state >> 33)
+    }
+    _ = FileManager.default.createFile(atPath: source.path, contents: nil)
+    guard let output = try? FileHandle(forWritingTo: source) else { exit(3) }
+    for _ in 0..<megabytes { try? output.write(contentsOf: Data(block)) }
+    try? output.close()
+    let service = KintoService(
+        url: url, bucket: arguments[3], user: arguments[4], password: arguments[5], timeout: .seconds(240))
+    print("BASELINE_KB", peakKilobytes())
+    do {
+        let file = try await service.upload(contentsOf: source)
+        print("UPLOADED", file.size)
+        let copy = folder.appendingPathComponent("copy.bin")
+        try await service.download(file, to: copy)
+        let size = (try FileManager.default.attributesOfItem(atPath: copy.path)[.size] as? NSNumber)?.int64Value ?? -1
+        print("DOWNLOADED", size)
+    } catch {
+        print("FAILED", "\(error)".replacingOccurrences(of: "\n", with: " "))
+    }
+    print("PEAK_KB", peakKilobytes())
 }
 
 let arguments = CommandLine.arguments
+if arguments.count > 1, arguments[1] == "files" {
+    await transferFile(arguments)
+    exit(0)
+}
 guard arguments.count == 6, let url = URL(string: arguments[1]), let limit = Int(arguments[5]) else {
     FileHandle.standardError.write(Data("usage: ServiceClientChild URL BUCKET USER PASSWORD LIMIT\n".utf8))
     exit(2)

@@ -27,3 +27,13 @@ public final class Article: ModelObject<Article.Properties>, RemoteModel {
         public init() {}
     }
 }
+
+/// A model with files: a record of the `Document` collection (issue #35).
+public final class Document: ModelObject<Document.Properties>, RemoteModel {
+    public struct Properties: ModelProperties {
+        public var title = ""
+        public var file: ServiceFile?
+        public var attachments: [ServiceFile] = []
+        public init() {}
+    }
+}

@@ -65,4 +65,10 @@ static inline void modelkit_prefetch_for_reading(const void *address) {
     __builtin_prefetch(address, 0, 3);
 }
 
+/// Runs SHA-256's compression over `blocks` 64-byte blocks at `data`, updating the eight words of
+/// `state` (FIPS 180-4). Why C: ModelKitServices hashes every file it uploads and downloads, and
+/// the tests run a debug build, where the same loop in Swift (bounds checks, calls not inlined)
+/// hashes a few megabytes a second; the padding and buffering stay in Swift (Files/SHA256.swift).
+void modelkit_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks);
+
 #endif

@@ -1,0 +1,280 @@
+import Foundation
+import ModelKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// Files on Kinto, through its attachment plugin (kinto-attachment): each file is the attachment
+// of a record of its own in the bucket's `files` collection (one file a record; the record's id is
+// the file's). An upload is a multipart `POST …/records/{id}/attachment` whose body is written to
+// a temporary file first and sent from it; a download is a `GET` of the file's location, written
+// beside its destination as it arrives, checked (length, SHA-256) and then renamed over it.
+// Neither holds the file in memory.
+
+extension KintoService {
+    /// The collection of the bucket whose records carry the files, one each: it must exist in a
+    /// bucket other than `default` (whose collections the server makes on first write).
+    public static let filesCollection = "files"
+
+    /// How much of a file is read or written at a time.
+    static let fileChunk = 1 << 20
+
+    /// Uploads the file at `url` and returns it as the server keeps it.
+    ///
+    /// ```swift
+    /// let progress = Progress()
+    /// let photo = try await service.upload(contentsOf: pictureURL, contentType: "image/png", progress: progress)
+    /// print(photo.location, photo.size, photo.sha256)
+    /// ```
+    ///
+    /// The file is read twice, a piece at a time (copied into the request's body, then sent), so
+    /// its size does not matter to memory. The server's hash and length are checked against the
+    /// bytes read.
+    ///
+    /// - Parameters:
+    ///   - name: The name the server keeps (by default the file's own); its extension tells the
+    ///     server what kind of file it is.
+    ///   - contentType: The media type; by default `application/octet-stream`.
+    ///   - progress: Counts the body's bytes as they are sent (`totalUnitCount` is its length).
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/fileFailed`` when the file cannot be
+    ///   read, ``ServiceError/Code/fileTooLarge`` and ``ServiceError/Code/unsupportedFileType``
+    ///   when the server refuses it, ``ServiceError/Code/invalidModel`` for a name with quotes or
+    ///   line breaks, ``ServiceError/Code/invalidResponse`` when the server's description of the
+    ///   file does not match the bytes sent or points to another origin, and the network and
+    ///   server errors.
+    /// - Complexity: O(*n*) in the file's length, plus one request (and its retries).
+    public func upload(
+        contentsOf url: URL, name: String? = nil, contentType: String = "application/octet-stream",
+        progress: Progress? = nil
+    ) async throws(ServiceError) -> ServiceFile {
+        let name = name ?? url.lastPathComponent
+        try Self.checkFileName(name)
+        var random = RandomUUIDs()
+        let id = random.makeString().lowercased()
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-upload-\(id)")
+        defer { try? FileManager.default.removeItem(at: body) }
+        let boundary = "modelkit-" + id
+        let (size, sha256) = try Self.writeMultipart(
+            from: url, to: body, boundary: boundary, name: name, contentType: contentType)
+        let record = RecordID(collection: Self.filesCollection, id: id)
+        guard let target = URL(string: baseURL.absoluteString + recordPath(record) + "/attachment") else {
+            throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString)'"), record: record)
+        }
+        var request = HTTPClient.Request(method: "POST", url: target)
+        request.headers["Accept"] = "application/json"
+        request.headers["Content-Type"] = "multipart/form-data; boundary=\(boundary)"
+        if let authorization = account.withLock({ $0.authorization }) { request.headers["Authorization"] = authorization }
+        request.bodyFile = body
+        if let progress {
+            let total = Int64(
+                (try? FileManager.default.attributesOfItem(atPath: body.path)[.size] as? NSNumber)??.int64Value ?? 0)
+            progress.totalUnitCount = total
+            request.onSent = { sent in progress.completedUnitCount = min(sent, total) }
+        }
+        // Sent again whole after a dropped connection: a second upload under the same id
+        // replaces the first.
+        let response = try await http.send(request)
+        guard response.status == 200 || response.status == 201 else {
+            throw Self.fileFailure(response).about(record)
+        }
+        let answer = try Self.json(response.body, record: record)
+        return try uploadedFile(answer, id: id, name: name, contentType: contentType, size: size, sha256: sha256)
+    }
+
+    /// Uploads `data` as a file named `name`: ``upload(contentsOf:name:contentType:progress:)``
+    /// with the bytes in memory.
+    ///
+    /// ```swift
+    /// let note = try await service.upload(Data("hello".utf8), name: "hello.txt", contentType: "text/plain")
+    /// ```
+    ///
+    /// - Throws: What ``upload(contentsOf:name:contentType:progress:)`` throws.
+    /// - Complexity: O(*n*) in the data's length, plus one request.
+    public func upload(
+        _ data: Data, name: String, contentType: String = "application/octet-stream", progress: Progress? = nil
+    ) async throws(ServiceError) -> ServiceFile {
+        try Self.checkFileName(name)
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-data-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: source) }
+        do {
+            try data.write(to: source)
+        } catch {
+            throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "\(error)"))
+        }
+        return try await upload(contentsOf: source, name: name, contentType: contentType, progress: progress)
+    }
+
+    /// Downloads `file` to `destination`, replacing what is there only once the whole file has
+    /// arrived and matches its length and SHA-256; on failure nothing is left at `destination`
+    /// but what was there before.
+    ///
+    /// ```swift
+    /// try await service.download(photo, to: documents.appendingPathComponent(photo.name))
+    /// ```
+    ///
+    /// - Parameter progress: Counts the bytes received (`totalUnitCount` is the file's size).
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidResponse`` for a location on
+    ///   another origin than the service's, or an answer longer than the file;
+    ///   ``ServiceError/Code/fileFailed`` when the bytes are not the file's (length or hash), or
+    ///   the destination cannot be written; ``ServiceError/Code/notFound`` when the server has no
+    ///   such file; and the network and server errors.
+    /// - Complexity: O(*n*) in the file's length, plus one request (and its retries).
+    public func download(_ file: ServiceFile, to destination: URL, progress: Progress? = nil) async throws(ServiceError) {
+        guard SessionDelegate.sameOrigin(file.location, baseURL) else {
+            throw ServiceError(
+                .invalidResponse(
+                    expected: "a file on \(HTTPClient.origin(of: baseURL))",
+                    found: "a location on \(HTTPClient.origin(of: file.location))"))
+        }
+        let partial = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).modelkit-\(UUID().uuidString)")
+        progress?.totalUnitCount = file.size
+        var onProgress: (@Sendable (Int64) -> Void)?
+        if let progress { onProgress = { progress.completedUnitCount = $0 } }
+        let sink = ResponseSink(url: partial, limit: file.size, onProgress: onProgress)
+        var request = HTTPClient.Request(method: "GET", url: file.location)
+        request.sink = sink
+        // The location is the server's static files: no credentials go with it.
+        let response: HTTPClient.Response
+        do throws(ServiceError) {
+            response = try await http.send(request)
+        } catch {
+            sink.discard()
+            throw error
+        }
+        guard response.status == 200 else {
+            sink.discard()
+            throw response.status == 404 ? ServiceError(.notFound) : ServiceError(.httpStatus(response.status, ""))
+        }
+        let written: ResponseSink.Written
+        do throws(ServiceError) {
+            written = try sink.finish()
+        } catch {
+            sink.discard()
+            throw error
+        }
+        guard written.bytes == file.size, written.sha256 == file.sha256 else {
+            sink.discard()
+            throw ServiceError(
+                .fileFailed(
+                    expected: "\(file.size) bytes with SHA-256 \(file.sha256)",
+                    found: "\(written.bytes) bytes with SHA-256 \(written.sha256)"))
+        }
+        // rename(2): atomic, over a file there or not (FileManager's replace needs one there).
+        guard rename(partial.path, destination.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            sink.discard()
+            throw ServiceError(
+                .fileFailed(expected: "a destination that can be written", found: "'\(destination.path)': \(reason)"))
+        }
+    }
+
+    /// Deletes `file` on the server (its record, and with it the stored bytes). A file already
+    /// gone is no error.
+    ///
+    /// ```swift
+    /// try await service.delete(photo)
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: the network and server errors.
+    /// - Complexity: One request.
+    public func delete(_ file: ServiceFile) async throws(ServiceError) {
+        let record = RecordID(collection: Self.filesCollection, id: file.id)
+        guard RecordCodec.isValidId(file.id) else {
+            throw ServiceError(.invalidModel(expected: "a file id of letters, digits, '_' and '-'", found: "'\(file.id)'"))
+        }
+        let response = try await send("DELETE", path: recordPath(record), body: nil)
+        guard response.status == 200 || response.status == 404 else {
+            throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(record)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// A name that fits in the multipart header as it is.
+    static func checkFileName(_ name: String) throws(ServiceError) {
+        guard !name.isEmpty, !name.contains(where: { $0 == "\"" || $0 == "\\" || $0.isNewline }) else {
+            throw ServiceError(
+                .invalidModel(expected: "a file name without quotes, backslashes or line breaks", found: "'\(name)'"))
+        }
+    }
+
+    /// Writes the multipart body of an upload of the file at `source` to `body`, a piece at a
+    /// time; returns the file's length and SHA-256.
+    static func writeMultipart(from source: URL, to body: URL, boundary: String, name: String, contentType: String)
+        throws(ServiceError) -> (Int64, String)
+    {
+        let input: FileHandle
+        do {
+            input = try FileHandle(forReadingFrom: source)
+        } catch {
+            throw ServiceError(.fileFailed(expected: "a file to upload", found: "'\(source.path)': \(error)"))
+        }
+        defer { try? input.close() }
+        guard FileManager.default.createFile(atPath: body.path, contents: nil), let output = try? FileHandle(forWritingTo: body)
+        else {
+            throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "'\(body.path)'"))
+        }
+        defer { try? output.close() }
+        let head =
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"attachment\"; filename=\"\(name)\"\r\n"
+            + "Content-Type: \(contentType)\r\n\r\n"
+        var hash = SHA256()
+        var size: Int64 = 0
+        do {
+            try output.write(contentsOf: Data(head.utf8))
+            while let chunk = try input.read(upToCount: fileChunk), !chunk.isEmpty {
+                hash.update(chunk)
+                size += Int64(chunk.count)
+                try output.write(contentsOf: chunk)
+            }
+            try output.write(contentsOf: Data("\r\n--\(boundary)--\r\n".utf8))
+        } catch {
+            throw ServiceError(.fileFailed(expected: "a file to upload that can be read", found: "'\(source.path)': \(error)"))
+        }
+        return (size, hash.hexDigest())
+    }
+
+    /// The uploaded file as the server's answer describes it, checked against what was sent.
+    func uploadedFile(_ answer: ModelValue, id: String, name: String, contentType: String, size: Int64, sha256: String)
+        throws(ServiceError) -> ServiceFile
+    {
+        let record = RecordID(collection: Self.filesCollection, id: id)
+        guard case .string(let text)? = answer["location"],
+            let location = URL(string: text, relativeTo: baseURL)?.absoluteURL
+        else {
+            throw ServiceError.invalidResponse(
+                at: "location", expected: "a URL", found: Self.describe(answer["location"]), record: record)
+        }
+        guard SessionDelegate.sameOrigin(location, baseURL) else {
+            throw ServiceError.invalidResponse(
+                at: "location", expected: "a URL on \(HTTPClient.origin(of: baseURL))", found: "'\(text)'", record: record)
+        }
+        guard case .string(sha256)? = answer["hash"] else {
+            throw ServiceError.invalidResponse(
+                at: "hash", expected: "the SHA-256 of the bytes sent, \(sha256)", found: Self.describe(answer["hash"]),
+                record: record)
+        }
+        guard case .int(let stored)? = answer["size"], stored == size else {
+            throw ServiceError.invalidResponse(
+                at: "size", expected: "the length sent, \(size)", found: Self.describe(answer["size"]), record: record)
+        }
+        let storedType = answer["mimetype"]?.stringValue ?? contentType
+        return ServiceFile(id: id, name: name, contentType: storedType, location: location, size: size, sha256: sha256)
+    }
+
+    /// The error of a refused upload: Kinto's attachment plugin answers 400 with a message for a
+    /// file too large or of a kind it does not take; 413 is a proxy's or server's size limit.
+    static func fileFailure(_ response: HTTPClient.Response) -> ServiceError {
+        let body = (try? ModelValue(json: response.body)) ?? .null
+        let message = body["message"]?.stringValue ?? ""
+        if response.status == 413 || (response.status == 400 && message.contains("exceeds the limit")) {
+            return ServiceError(.fileTooLarge(message.isEmpty ? "HTTP \(response.status)" : message))
+        }
+        if response.status == 400 && message.contains("extension is not allowed") {
+            return ServiceError(.unsupportedFileType(message))
+        }
+        return failure(status: response.status, body: body, headers: response.headers)
+    }
+}

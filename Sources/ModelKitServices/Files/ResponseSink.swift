@@ -1,0 +1,100 @@
+import Foundation
+import Synchronization
+
+/// Where an ``HTTPClient`` writes an answer's body instead of keeping it: a file beside the
+/// download's destination, hashed (SHA-256) and counted as the pieces arrive, so that a file of
+/// any size crosses with a bounded amount of memory. At most `limit` bytes are taken: a server
+/// that sends more is cut off.
+///
+/// The delegate writes from its queue while the transfer runs; the owner reads the outcome once
+/// the transfer has ended. Each attempt of a retried request starts the file again.
+final class ResponseSink: Sendable {
+    struct Written: Sendable {
+        let bytes: Int64
+        let sha256: String
+    }
+
+    private struct State {
+        var handle: FileHandle?
+        var hash = SHA256()
+        var bytes: Int64 = 0
+        /// Why writing failed (a full disk, say): the transfer is stopped with it.
+        var failure: String?
+    }
+
+    /// The file the body goes to.
+    let url: URL
+    /// The most body bytes taken.
+    let limit: Int64
+    /// Told the bytes received so far after each piece.
+    let onProgress: (@Sendable (Int64) -> Void)?
+    private let state = Mutex(State())
+
+    init(url: URL, limit: Int64, onProgress: (@Sendable (Int64) -> Void)? = nil) {
+        self.url = url
+        self.limit = limit
+        self.onProgress = onProgress
+    }
+
+    /// Empties the file for a new attempt (making it if needed).
+    func start() throws(ServiceError) {
+        try state.withLock { state throws(ServiceError) in
+            try? state.handle?.close()
+            state = State()
+            guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+                throw ServiceError(.fileFailed(expected: "a file that can be written", found: "'\(url.path)'"))
+            }
+            do {
+                state.handle = try FileHandle(forWritingTo: url)
+            } catch {
+                throw ServiceError(.fileFailed(expected: "a file that can be written", found: "'\(url.path)': \(error)"))
+            }
+        }
+    }
+
+    /// Takes one piece of the body; false when it cannot (over the limit, or the write failed).
+    func write(_ data: Data) -> Bool {
+        let received: Int64? = state.withLock { state in
+            guard state.failure == nil, let handle = state.handle else { return nil }
+            guard state.bytes + Int64(data.count) <= limit else { return nil }
+            do {
+                try handle.write(contentsOf: data)
+            } catch {
+                state.failure = "\(error)"
+                return nil
+            }
+            state.hash.update(data)
+            state.bytes += Int64(data.count)
+            return state.bytes
+        }
+        guard let received else { return false }
+        onProgress?(received)
+        return true
+    }
+
+    /// The failure of a write, if one failed.
+    var failure: String? { state.withLock { $0.failure } }
+
+    /// Closes the file and gives what was written.
+    func finish() throws(ServiceError) -> Written {
+        try state.withLock { state throws(ServiceError) in
+            do {
+                try state.handle?.synchronize()
+                try state.handle?.close()
+            } catch {
+                throw ServiceError(.fileFailed(expected: "a file that can be written", found: "'\(url.path)': \(error)"))
+            }
+            state.handle = nil
+            return Written(bytes: state.bytes, sha256: state.hash.hexDigest())
+        }
+    }
+
+    /// Closes and removes the file (a failed or cancelled download leaves nothing).
+    func discard() {
+        state.withLock { state in
+            try? state.handle?.close()
+            state.handle = nil
+        }
+        try? FileManager.default.removeItem(at: url)
+    }
+}

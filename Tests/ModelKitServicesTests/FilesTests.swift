@@ -1,0 +1,279 @@
+import Foundation
+import ModelKit
+import ModelKitTestSupport
+import ServiceTestModels
+import Synchronization
+import Testing
+
+@testable import ModelKitServices
+
+/// Files on the real Kinto the tests start, through its attachment plugin (issue #35): uploads and
+/// downloads streamed, checked by length and SHA-256, typed refusals, a download that fails
+/// leaving nothing, a location on another origin refused.
+@Suite("Files on a real Kinto server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped))
+struct FilesTests {
+    /// A fresh bucket with the files collection.
+    static func service() async throws -> KintoService {
+        try await KintoServer.freshService(collections: [KintoService.filesCollection, "Document"])
+    }
+
+    /// A folder of its own for a test's files, removed by the caller.
+    static func folder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-files-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// `count` bytes from a seeded generator.
+    static func bytes(_ count: Int, seed: UInt64) -> Data {
+        var random = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: count)
+        for index in 0..<count { bytes[index] = UInt8(truncatingIfNeeded: random.next()) }
+        return Data(bytes)
+    }
+
+    /// The SHA-256 of the file at `url` as the system's `sha256sum` computes it: a reference apart
+    /// from the library's own.
+    static func systemSHA256(_ url: URL) throws -> String {
+        let process = try ChildProcess(URL(fileURLWithPath: "/usr/bin/sha256sum"), [url.path], output: .standardOutput)
+        let text = process.readToEnd()
+        process.waitUntilExit()
+        return String(text.prefix(64))
+    }
+
+    @Test("A file uploaded from disk comes back byte for byte, with the server's length and SHA-256, and progress counts it all")
+    func uploadAndDownload() async throws {
+        let service = try await Self.service()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("report.pdf")
+        let data = Self.bytes(3 << 20 + 17, seed: 1)
+        try data.write(to: source)
+
+        let sent = Progress(totalUnitCount: 0)
+        let file = try await service.upload(contentsOf: source, contentType: "application/pdf", progress: sent)
+        #expect(file.name == "report.pdf" && file.contentType == "application/pdf")
+        #expect(file.size == Int64(data.count))
+        #expect(file.sha256 == (try Self.systemSHA256(source)))
+        #expect(SessionDelegate.sameOrigin(file.location, service.baseURL))
+        #expect(sent.totalUnitCount > Int64(data.count) && sent.completedUnitCount == sent.totalUnitCount)
+
+        let destination = folder.appendingPathComponent("copy.pdf")
+        let received = Progress(totalUnitCount: 0)
+        try await service.download(file, to: destination, progress: received)
+        #expect(try Data(contentsOf: destination) == data)
+        #expect(received.totalUnitCount == Int64(data.count) && received.completedUnitCount == Int64(data.count))
+        // Nothing but the source and the copy: the partial file was renamed.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["copy.pdf", "report.pdf"])
+    }
+
+    @Test("Data uploads as a file, an empty one too, and a download replaces what was at the destination")
+    func uploadData() async throws {
+        let service = try await Self.service()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("note.txt")
+        try Data("old".utf8).write(to: destination)
+        for data in [Data("hello, files".utf8), Data()] {
+            let file = try await service.upload(data, name: "note.txt", contentType: "text/plain")
+            #expect(file.size == Int64(data.count))
+            try await service.download(file, to: destination)
+            #expect(try Data(contentsOf: destination) == data)
+        }
+    }
+
+    @Test("A deleted file is gone from the server; deleting it again is no error")
+    func deleteFile() async throws {
+        let service = try await Self.service()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try await service.upload(Data("bye".utf8), name: "bye.txt", contentType: "text/plain")
+        try await service.delete(file)
+        try await service.delete(file)
+        let error = await #expect(throws: ServiceError.self) {
+            try await service.download(file, to: folder.appendingPathComponent("bye.txt"))
+        }
+        #expect(error?.code == .notFound)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    @Test("A kind of file the server does not take, and a file over its limit, are typed errors")
+    func refusals() async throws {
+        let service = try await Self.service()
+        let refused = await #expect(throws: ServiceError.self) {
+            _ = try await service.upload(Data("MZ".utf8), name: "tool.exe")
+        }
+        #expect(refused?.code == .unsupportedFileType, "\(String(describing: refused))")
+
+        // The server takes at most 1 KiB in this bucket (Scripts/kinto-server).
+        let server = try await KintoServer.shared.value
+        for path in ["/buckets/modelkit-small-files", "/buckets/modelkit-small-files/collections/files"] {
+            let made = try await server.request("PUT", path, body: ["data": [:]])
+            #expect(made.status == 200 || made.status == 201, "\(made)")
+        }
+        let small = KintoService(url: server.url, bucket: "modelkit-small-files", user: server.user, password: server.password)
+        _ = try await small.upload(Self.bytes(1024, seed: 2), name: "fits.bin")
+        let large = await #expect(throws: ServiceError.self) {
+            _ = try await small.upload(Self.bytes(1025, seed: 3), name: "large.bin")
+        }
+        #expect(large?.code == .fileTooLarge, "\(String(describing: large))")
+        let quoted = await #expect(throws: ServiceError.self) {
+            _ = try await small.upload(Data(), name: "a\"b.txt")
+        }
+        #expect(quoted?.code == .invalidModel)
+    }
+
+    @Test("A download whose bytes are not the file's, or longer than it, leaves the destination as it was")
+    func failedDownloadsLeaveNothing() async throws {
+        let service = try await Self.service()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("kept.bin")
+        try Data("before".utf8).write(to: destination)
+        let file = try await service.upload(Self.bytes(200_000, seed: 4), name: "data.bin")
+
+        let wrongHash = ServiceFile(
+            id: file.id, name: file.name, contentType: file.contentType, location: file.location, size: file.size,
+            sha256: String(repeating: "0", count: 64))
+        let hashError = await #expect(throws: ServiceError.self) { try await service.download(wrongHash, to: destination) }
+        #expect(hashError?.code == .fileFailed)
+
+        // The server sends more than the file's length: cut off at the length.
+        let shorter = ServiceFile(
+            id: file.id, name: file.name, contentType: file.contentType, location: file.location, size: file.size - 10,
+            sha256: file.sha256)
+        let lengthError = await #expect(throws: ServiceError.self) { try await service.download(shorter, to: destination) }
+        #expect(lengthError?.code == .invalidResponse)
+
+        var elsewhere = URLComponents(url: file.location, resolvingAgainstBaseURL: false)!
+        elsewhere.host = "example.invalid"
+        let moved = ServiceFile(
+            id: file.id, name: file.name, contentType: file.contentType, location: elsewhere.url!, size: file.size,
+            sha256: file.sha256)
+        let before = service.metrics.requests
+        let originError = await #expect(throws: ServiceError.self) { try await service.download(moved, to: destination) }
+        #expect(originError?.code == .invalidResponse)
+        #expect(service.metrics.requests == before, "no request leaves for another origin")
+
+        #expect(try Data(contentsOf: destination) == Data("before".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["kept.bin"])
+    }
+
+    @Test("Files as model properties survive a whole-graph file and a save to the server and a fetch back")
+    func filesAsProperties() async throws {
+        try ModelRegistry.register(Document.self)
+        let service = try await Self.service()
+        let one = try await service.upload(Data("one".utf8), name: "one.txt", contentType: "text/plain")
+        let two = try await service.upload(Data("two".utf8), name: "two.txt", contentType: "text/plain")
+        let context = ModelContext()
+        let document = Document.instance(objectId: "d1", in: context)
+        document.title = "With files"
+        document.file = one
+        document.attachments = [one, two]
+
+        for format in PersistenceFormat.allCases {
+            let copy = ModelContext()
+            try copy.load(context.data(format: format))
+            let loaded = try #require(copy.model(Document.self, objectId: "d1"))
+            #expect(loaded.file == one && loaded.attachments == [one, two], "\(format)")
+        }
+        let text = String(decoding: try context.data(format: .json), as: UTF8.self)
+        #expect(text.contains(#""__type":"File""#))
+
+        try await service.save(document)
+        let other = ModelContext()
+        let fetched = Document.instance(objectId: "d1", in: other)
+        try await service.fetch(fetched)
+        #expect(fetched.file == one && fetched.attachments == [one, two])
+    }
+}
+
+/// The library's own SHA-256, against published vectors and the system's `sha256sum`.
+@Suite("SHA-256")
+struct SHA256Tests {
+    static func digest(_ data: Data) -> String {
+        var hash = SHA256()
+        hash.update(data)
+        return hash.hexDigest()
+    }
+
+    @Test("The FIPS 180-2 examples give their published digests")
+    func vectors() {
+        #expect(Self.digest(Data()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(Self.digest(Data("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            Self.digest(Data("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(
+            Self.digest(Data(repeating: UInt8(ascii: "a"), count: 1_000_000))
+                == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test("Random data fed in random pieces gives the system's digest, at every length around a block")
+    func randomPieces() throws {
+        let folder = try FilesTests.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var random = SplitMix64(seed: 35)
+        let lengths = Array(0...130) + [1000, 4095, 65_537, 1 << 20]
+        for length in lengths {
+            let data = FilesTests.bytes(length, seed: UInt64(length))
+            var hash = SHA256()
+            var offset = 0
+            while offset < data.count {
+                let piece = min(data.count - offset, Int(random.next() % 200) + 1)
+                hash.update(data.subdata(in: offset..<offset + piece))
+                offset += piece
+            }
+            let file = folder.appendingPathComponent("\(length)")
+            try data.write(to: file)
+            #expect(hash.hexDigest() == (try FilesTests.systemSHA256(file)), "length \(length)")
+        }
+    }
+}
+
+extension FilesTests {
+    @Test("A file over 256 MiB goes up and comes back with the process's peak memory growing by less than 64 MiB")
+    func largeFileInBoundedMemory() async throws {
+        let service = try await Self.service()
+        let server = try await KintoServer.shared.value
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // In a process of its own, so that its peak memory is the transfer's alone.
+        let lines = try await HostileServerTests.runChild([
+            "files", server.url.absoluteString, service.bucket, server.user, server.password, "264", folder.path,
+        ])
+        let baseline = try #require(lines["BASELINE_KB"]?.first.flatMap { Int($0) }, "\(lines)")
+        let peak = try #require(lines["PEAK_KB"]?.first.flatMap { Int($0) }, "\(lines)")
+        #expect(lines["FAILED"] == nil, "\(lines)")
+        #expect(lines["UPLOADED"] == ["\(264 << 20)"] && lines["DOWNLOADED"] == ["\(264 << 20)"], "\(lines)")
+        #expect(peak - baseline < 64 << 10, "peak grew by \(peak - baseline) KiB")
+    }
+}
+
+extension FilesTests {
+    @Test("Deleting a model that names a file leaves the file; deleting the file's own record removes its bytes")
+    func filesOfDeletedModels() async throws {
+        try ModelRegistry.register(Document.self)
+        let service = try await Self.service()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try await service.upload(Data("kept".utf8), name: "kept.txt", contentType: "text/plain")
+        let context = ModelContext()
+        let document = Document.instance(objectId: "d2", in: context)
+        document.file = file
+        try await service.save(document)
+        try await service.delete(document)
+        try await service.download(file, to: folder.appendingPathComponent("kept.txt"))
+        #expect(try Data(contentsOf: folder.appendingPathComponent("kept.txt")) == Data("kept".utf8))
+
+        // The record that carries the file, deleted as any record: the plugin removes the bytes.
+        let deleted = try await service.perform([
+            .delete(RecordID(collection: KintoService.filesCollection, id: file.id), expected: nil)
+        ])
+        #expect(deleted.count == 1)
+        let gone = await #expect(throws: ServiceError.self) {
+            try await service.download(file, to: folder.appendingPathComponent("again.txt"))
+        }
+        #expect(gone?.code == .notFound)
+    }
+}
