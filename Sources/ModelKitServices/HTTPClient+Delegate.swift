@@ -49,7 +49,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         /// The most bytes kept in `data` (less than `limit` when a sink takes a successful body).
         let dataLimit: Int
         /// When the client's time limit stops the transfer.
-        let deadline: DispatchTime
+        var deadline: DispatchTime
+        /// For a file's transfer: the deadline moves this many seconds past each piece of body
+        /// sent or received (the limit is then on silence, not on the whole transfer).
+        let idleLimit: Double?
         /// The body bytes sent with the request, which the session's progress counts too.
         let sent: Int64
         /// Where the body goes instead of `data`.
@@ -96,13 +99,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// Starts following `task`; `continuation` is resumed once, when it ends (at the latest when
     /// `deadline` passes: then as ``Stop/timedOut``).
     func register(
-        _ task: HTTPClient.TaskBox, limit: Int, dataLimit: Int, sent: Int, deadline: DispatchTime, sink: ResponseSink?,
-        onSent: (@Sendable (Int64) -> Void)?, continuation: CheckedContinuation<Outcome, Never>
+        _ task: HTTPClient.TaskBox, limit: Int, dataLimit: Int, sent: Int, deadline: DispatchTime, idleLimit: Double?,
+        sink: ResponseSink?, onSent: (@Sendable (Int64) -> Void)?, continuation: CheckedContinuation<Outcome, Never>
     ) {
         state.withLock { state in
             state.transfers[ObjectIdentifier(task.task)] = Transfer(
                 task: task, continuation: continuation, limit: limit, dataLimit: dataLimit, deadline: deadline,
-                sent: Int64(sent), sink: sink, onSent: onSent)
+                idleLimit: idleLimit, sent: Int64(sent), sink: sink, onSent: onSent)
             let check = Self.nextCheck(before: deadline)
             if state.armed.map({ check < $0 }) ?? true { state.arm(at: check) }
         }
@@ -263,7 +266,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
         totalBytesExpectedToSend: Int64
     ) {
-        state.withLock { $0.transfers[ObjectIdentifier(task)]?.onSent }?(totalBytesSent)
+        let onSent = state.withLock { state -> (@Sendable (Int64) -> Void)? in
+            Self.moved(&state, ObjectIdentifier(task))
+            return state.transfers[ObjectIdentifier(task)]?.onSent
+        }
+        onSent?(totalBytesSent)
+    }
+
+    /// Moves the deadline of a file's transfer past the piece that just moved.
+    private static func moved(_ state: inout State, _ identifier: ObjectIdentifier) {
+        guard let idle = state.transfers[identifier]?.idleLimit else { return }
+        state.transfers[identifier]?.deadline = DispatchTime.now() + idle
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -272,13 +285,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         if (200...299).contains(status), let sink = state.withLock({ $0.transfers[ObjectIdentifier(dataTask)]?.sink }) {
             // Written outside the lock (a file write can take a while); the delegate's calls for
             // one task come one at a time.
-            let over: Stop? = state.withLock { state -> Stop? in
+            let (running, over) = state.withLock { state -> (Bool, Stop?) in
                 let identifier = ObjectIdentifier(dataTask)
-                guard let before = state.transfers[identifier]?.received else { return nil }
+                guard let before = state.transfers[identifier]?.received else { return (false, nil) }
                 state.transfers[identifier]?.received = before + data.count
-                if declared > sink.limit { return .tooLarge(declared: declared) }
-                return nil
+                Self.moved(&state, identifier)
+                if declared > sink.limit { return (true, .tooLarge(declared: declared)) }
+                return (true, nil)
             }
+            // Ended already (stopped by the client): the piece is dropped.
+            guard running else { return }
             if let over { return stop(dataTask, because: over) }
             if !sink.write(data) {
                 stop(dataTask, because: sink.failure.map(Stop.sinkFailed) ?? .tooLarge(declared: nil))

@@ -77,8 +77,10 @@ final class HTTPClient: Sendable {
         configuration = URLSessionConfiguration.ephemeral
         // The client enforces the limit itself (see ``SessionDelegate``); these are the session's
         // backstops, well after it so that the limit is the client's whatever the session does.
+        // The whole-transfer backstop is a day: a file's transfer may take longer than the limit
+        // as long as it is never silent (the limit then applies to silence; see `attemptOnce`).
         configuration.timeoutIntervalForRequest = Self.backstop(seconds)
-        configuration.timeoutIntervalForResource = Self.backstop(seconds) + 5
+        configuration.timeoutIntervalForResource = max(Self.backstop(seconds) + 5, 86_400)
         configuration.urlCache = nil
         // A service authenticates with a header on every request; it keeps no cookies (and the
         // session that would keep them is replaced after a failed transfer on Linux). Declining
@@ -151,6 +153,9 @@ final class HTTPClient: Sendable {
 
     /// How many redirects one request follows at most.
     static let maximumRedirects = 5
+
+    /// The most bytes kept of an error page answered to a download.
+    static let errorPageLimit = 64 << 10
 
     /// The request that a redirect answer asks for instead of `request`, when the client follows
     /// it: within the request's origin only (same scheme, host and port), so that its credentials
@@ -319,13 +324,18 @@ final class HTTPClient: Sendable {
         // (an error page) is kept, up to the client's.
         let limit = request.sink.map { max(Int(clamping: $0.limit), maximumResponseBytes) } ?? maximumResponseBytes
         let delegate = delegate
-        // The time limit is the client's own: the session's timeouts only catch silence.
+        // The time limit is the client's own: the session's timeouts only catch silence. A file's
+        // transfer may take longer than the limit, as long as it is never silent that long.
         let deadline = DispatchTime.now() + timeout.seconds
+        let isFile = request.sink != nil || request.bodyFile != nil
+        let idleLimit = isFile ? timeout.seconds : nil
+        // A download's error page is small: a large one is not kept.
+        let dataLimit = request.sink == nil ? maximumResponseBytes : min(maximumResponseBytes, Self.errorPageLimit)
         let outcome: SessionDelegate.Outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 delegate.register(
-                    box, limit: limit, dataLimit: maximumResponseBytes, sent: sent, deadline: deadline, sink: request.sink,
-                    onSent: request.onSent, continuation: continuation)
+                    box, limit: limit, dataLimit: dataLimit, sent: sent, deadline: deadline, idleLimit: idleLimit,
+                    sink: request.sink, onSent: request.onSent, continuation: continuation)
                 // A cancellation that came before the registration found nothing to stop.
                 if Task.isCancelled {
                     delegate.stop(task, because: .cancelled)
@@ -359,6 +369,10 @@ final class HTTPClient: Sendable {
                         "\(request.line): libcurl started to send it again (its kept-alive connection was probably closed)")))
         case .stopped(.sinkFailed(let reason)):
             return .failure(ServiceError(.fileFailed(expected: "a file that can be written", found: reason)))
+        case .stopped(.tooLarge(let declared)) where request.sink != nil:
+            let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more (cut off)"
+            return .failure(
+                ServiceError(.fileFailed(expected: "at most \(request.sink!.limit) bytes (the file's length)", found: found)))
         case .stopped(.tooLarge(let declared)):
             let found = declared.map { "a Content-Length of \($0) bytes" } ?? "more than \(limit) bytes (cut off)"
             return .failure(ServiceError(.invalidResponse(expected: "an answer of at most \(limit) bytes", found: found)))

@@ -138,12 +138,12 @@ struct FilesTests {
         let hashError = await #expect(throws: ServiceError.self) { try await service.download(wrongHash, to: destination) }
         #expect(hashError?.code == .fileFailed)
 
-        // The server sends more than the file's length: cut off at the length.
+        // The server sends more than the file's length: refused at its declared length.
         let shorter = ServiceFile(
             id: file.id, name: file.name, contentType: file.contentType, location: file.location, size: file.size - 10,
             sha256: file.sha256)
         let lengthError = await #expect(throws: ServiceError.self) { try await service.download(shorter, to: destination) }
-        #expect(lengthError?.code == .invalidResponse)
+        #expect(lengthError?.code == .fileFailed)
 
         var elsewhere = URLComponents(url: file.location, resolvingAgainstBaseURL: false)!
         elsewhere.host = "example.invalid"
@@ -275,5 +275,130 @@ extension FilesTests {
             try await service.download(file, to: folder.appendingPathComponent("again.txt"))
         }
         #expect(gone?.code == .notFound)
+    }
+}
+
+/// Files through the fault proxy: a hostile or failing server mid-transfer.
+extension FilesTests {
+    /// A service on a fresh bucket (with the files collection) through a fault proxy; the caller
+    /// stops the proxy.
+    static func throughProxy() async throws -> (KintoService, FaultProxy) {
+        let direct = try await service()
+        let proxy = try await FaultProxy.start()
+        return (proxy.service(bucket: direct.bucket), proxy)
+    }
+
+    @Test("A download met by an endless body, a cut connection or a redirect elsewhere leaves the destination as it was")
+    func hostileDownloads() async throws {
+        let (service, proxy) = try await Self.throughProxy()
+        defer { proxy.stop() }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("kept.bin")
+        try Data("before".utf8).write(to: destination)
+        let file = try await service.upload(Self.bytes(100_000, seed: 5), name: "data.bin")
+        #expect(file.location.port == proxy.url.port)
+
+        // 50 MB in chunks, no length: cut off past the file's length.
+        try await proxy.inject([
+            ["match": "GET /attachments", "action": "oversize", "bytes": 50_000_000, "declare": false, "chunked": true]
+        ])
+        let endless = await #expect(throws: ServiceError.self) { try await service.download(file, to: destination) }
+        #expect(endless?.code == .fileFailed, "\(String(describing: endless))")
+
+        // The full length declared, half of it sent, then the connection closed, on each of the
+        // service's 3 tries.
+        try await proxy.inject([["match": "GET /attachments", "action": "cut", "times": 3]])
+        let cut = await #expect(throws: ServiceError.self) { try await service.download(file, to: destination) }
+        #expect(cut?.code == .unreachable, "\(String(describing: cut))")
+
+        try await proxy.inject([
+            ["match": "GET /attachments", "action": "status", "status": 302, "headers": ["Location": "http://127.0.0.1:9/x"]]
+        ])
+        let redirected = await #expect(throws: ServiceError.self) { try await service.download(file, to: destination) }
+        #expect(redirected?.code == .invalidResponse, "\(String(describing: redirected))")
+
+        #expect(try Data(contentsOf: destination) == Data("before".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["kept.bin"])
+        // And the file still comes whole when the server behaves.
+        try await service.download(file, to: destination)
+        #expect(try Data(contentsOf: destination) == Self.bytes(100_000, seed: 5))
+    }
+
+    @Test("An upload whose answer was lost is sent again whole; a changed hash in the answer and a 413 are errors")
+    func uploadFaults() async throws {
+        let (service, proxy) = try await Self.throughProxy()
+        defer { proxy.stop() }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let data = Self.bytes(300_000, seed: 6)
+
+        try await proxy.inject([["match": "POST /v1/buckets", "action": "drop_after"]])
+        let file = try await service.upload(data, name: "twice.bin")
+        #expect(try await proxy.count("POST /v1/buckets") == 2)
+        try await service.download(file, to: folder.appendingPathComponent("twice.bin"))
+        #expect(try Data(contentsOf: folder.appendingPathComponent("twice.bin")) == data)
+
+        try await proxy.inject([
+            ["match": "POST /v1/buckets", "action": "edit", "edits": [["path": ["hash"], "value": "00"]]]
+        ])
+        let changed = await #expect(throws: ServiceError.self) { _ = try await service.upload(data, name: "changed.bin") }
+        #expect(changed?.code == .invalidResponse, "\(String(describing: changed))")
+
+        try await proxy.inject([["match": "POST /v1/buckets", "action": "status", "status": 413, "body": "too big"]])
+        let refused = await #expect(throws: ServiceError.self) { _ = try await service.upload(data, name: "big.bin") }
+        #expect(refused?.code == .fileTooLarge, "\(String(describing: refused))")
+    }
+
+    @Test("File names and media types that would break the request's header are refused before anything is sent")
+    func unfitNamesAndTypes() async throws {
+        let service = try await Self.service()
+        let before = service.metrics.requests
+        for name in ["a\"b.txt", "a\\b.txt", "a\nb.txt", "a\rb.txt", "a\u{0}b.txt", ""] {
+            let error = await #expect(throws: ServiceError.self) { _ = try await service.upload(Data(), name: name) }
+            #expect(error?.code == .invalidModel, "\(name.debugDescription)")
+        }
+        for type in ["text", "text/plain\r\nX-Evil: 1", "/plain", "tëxt/plain"] {
+            let error = await #expect(throws: ServiceError.self) {
+                _ = try await service.upload(Data(), name: "a.txt", contentType: type)
+            }
+            #expect(error?.code == .invalidModel, "\(type.debugDescription)")
+        }
+        #expect(service.metrics.requests == before)
+        // Names that fit go through as they are, accents and semicolons included.
+        let file = try await service.upload(Data("ok".utf8), name: "résumé; final.txt", contentType: "text/plain; charset=utf-8")
+        #expect(file.name == "résumé; final.txt")
+    }
+}
+
+extension FilesTests {
+    @Test("A download that takes longer than the service's timeout but is never silent that long completes")
+    func timeoutIsOnSilence() async throws {
+        let direct = try await KintoServer.freshService()
+        let proxy = try await FaultProxy.start()
+        defer { proxy.stop() }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The proxy answers by itself (the server's queue plays no part): 48 KB of "x", 1 KB every
+        // 0.25 s, about 12 s in all, against a limit of 10 s.
+        let data = Data(repeating: UInt8(ascii: "x"), count: 48 << 10)
+        var hash = SHA256()
+        hash.update(data)
+        let file = ServiceFile(
+            id: "slow", name: "slow.bin", contentType: "application/octet-stream",
+            location: URL(string: "http://127.0.0.1:\(proxy.url.port ?? 0)/attachments/slow.bin")!, size: Int64(data.count),
+            sha256: hash.hexDigest())
+        let slow = proxy.service(bucket: direct.bucket, timeout: .seconds(10))
+        try await proxy.inject([
+            [
+                "match": "GET /attachments", "action": "trickle", "generate": .int(Int64(data.count)), "bytes": 1024,
+                "interval": 0.25,
+            ]
+        ])
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await slow.download(file, to: folder.appendingPathComponent("slow.bin"))
+        #expect(clock.now - start > .seconds(10), "the transfer outlasted the limit")
+        #expect(try Data(contentsOf: folder.appendingPathComponent("slow.bin")) == data)
     }
 }

@@ -28,28 +28,36 @@ extension KintoService {
     /// print(photo.location, photo.size, photo.sha256)
     /// ```
     ///
-    /// The file is read twice, a piece at a time (copied into the request's body, then sent), so
-    /// its size does not matter to memory. The server's hash and length are checked against the
-    /// bytes read.
+    /// The file is read twice, a piece at a time (copied into the request's body, a temporary
+    /// file only its owner may read, then sent), so its size does not matter to memory. The
+    /// server's hash and length are checked against the bytes read. The service's `timeout`
+    /// applies to silence: the upload fails when no byte moves (or no answer comes) for that long,
+    /// however long the whole takes.
     ///
     /// - Parameters:
     ///   - name: The name the server keeps (by default the file's own); its extension tells the
     ///     server what kind of file it is.
-    ///   - contentType: The media type; by default `application/octet-stream`.
-    ///   - progress: Counts the body's bytes as they are sent (`totalUnitCount` is its length).
+    ///   - contentType: The media type; by default `application/octet-stream`. Kinto's plugin
+    ///     keeps the one it knows for the name's extension instead, when it knows one; the
+    ///     returned file has the type the server kept.
+    ///   - progress: Counts the body's bytes as they are sent; its `totalUnitCount` is set to the
+    ///     body's length.
     /// - Throws: ``ServiceError``: ``ServiceError/Code/fileFailed`` when the file cannot be
     ///   read, ``ServiceError/Code/fileTooLarge`` and ``ServiceError/Code/unsupportedFileType``
-    ///   when the server refuses it, ``ServiceError/Code/invalidModel`` for a name with quotes or
-    ///   line breaks, ``ServiceError/Code/invalidResponse`` when the server's description of the
-    ///   file does not match the bytes sent or points to another origin, and the network and
-    ///   server errors.
-    /// - Complexity: O(*n*) in the file's length, plus one request (and its retries).
+    ///   when the server refuses it, ``ServiceError/Code/invalidModel`` for a name with quotes,
+    ///   backslashes or control characters or a media type that is not `type/subtype`,
+    ///   ``ServiceError/Code/invalidResponse`` when the server's description of the file does not
+    ///   match the bytes sent or points to another origin, and the network and server errors
+    ///   (``ServiceError/Code/timedOut``, ``ServiceError/Code/cancelled``, …).
+    /// - Complexity: O(*n*) in the file's length, plus one request (sent again whole after a
+    ///   dropped connection, as the service's ``RetryPolicy`` says).
     public func upload(
         contentsOf url: URL, name: String? = nil, contentType: String = "application/octet-stream",
         progress: Progress? = nil
     ) async throws(ServiceError) -> ServiceFile {
         let name = name ?? url.lastPathComponent
         try Self.checkFileName(name)
+        try Self.checkContentType(contentType)
         var random = RandomUUIDs()
         let id = random.makeString().lowercased()
         let body = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-upload-\(id)")
@@ -90,7 +98,8 @@ extension KintoService {
     /// ```
     ///
     /// - Throws: What ``upload(contentsOf:name:contentType:progress:)`` throws.
-    /// - Complexity: O(*n*) in the data's length, plus one request.
+    /// - Complexity: O(*n*) in the data's length (written to a temporary file first), plus one
+    ///   request and its retries.
     public func upload(
         _ data: Data, name: String, contentType: String = "application/octet-stream", progress: Progress? = nil
     ) async throws(ServiceError) -> ServiceFile {
@@ -98,6 +107,8 @@ extension KintoService {
         let source = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-data-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: source) }
         do {
+            guard FileManager.default.createFile(atPath: source.path, contents: nil, attributes: [.posixPermissions: 0o600])
+            else { throw CocoaError(.fileWriteUnknown) }
             try data.write(to: source)
         } catch {
             throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "\(error)"))
@@ -113,12 +124,20 @@ extension KintoService {
     /// try await service.download(photo, to: documents.appendingPathComponent(photo.name))
     /// ```
     ///
-    /// - Parameter progress: Counts the bytes received (`totalUnitCount` is the file's size).
-    /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidResponse`` for a location on
-    ///   another origin than the service's, or an answer longer than the file;
-    ///   ``ServiceError/Code/fileFailed`` when the bytes are not the file's (length or hash), or
-    ///   the destination cannot be written; ``ServiceError/Code/notFound`` when the server has no
-    ///   such file; and the network and server errors.
+    /// The file's location must be on the service's origin (scheme, host and port as in its
+    /// `url`): a device that reaches the server by another name than the uploader's cannot
+    /// download it yet. No credentials go with the request (the plugin's files are served as
+    /// static files, to anyone who has the location). The service's `timeout` applies to silence,
+    /// as for an upload.
+    ///
+    /// - Parameter progress: Counts the bytes received; its `totalUnitCount` is set to the
+    ///   file's size.
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidResponse`` for a location (or a
+    ///   redirect) to another origin than the service's; ``ServiceError/Code/fileFailed`` when
+    ///   the bytes are not the file's (longer, shorter, or another hash), or the destination
+    ///   cannot be written; ``ServiceError/Code/notFound`` when the server has no such file;
+    ///   ``ServiceError/Code/httpStatus`` for another refusal; and the network errors
+    ///   (``ServiceError/Code/timedOut``, ``ServiceError/Code/cancelled``, …).
     /// - Complexity: O(*n*) in the file's length, plus one request (and its retries).
     public func download(_ file: ServiceFile, to destination: URL, progress: Progress? = nil) async throws(ServiceError) {
         guard SessionDelegate.sameOrigin(file.location, baseURL) else {
@@ -154,7 +173,7 @@ extension KintoService {
             sink.discard()
             throw error
         }
-        guard written.bytes == file.size, written.sha256 == file.sha256 else {
+        guard written.bytes == file.size, written.sha256 == file.sha256.lowercased() else {
             sink.discard()
             throw ServiceError(
                 .fileFailed(
@@ -177,7 +196,8 @@ extension KintoService {
     /// try await service.delete(photo)
     /// ```
     ///
-    /// - Throws: ``ServiceError``: the network and server errors.
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/invalidModel`` for an id the server
+    ///   cannot have given, and the network and server errors.
     /// - Complexity: One request.
     public func delete(_ file: ServiceFile) async throws(ServiceError) {
         let record = RecordID(collection: Self.filesCollection, id: file.id)
@@ -192,11 +212,25 @@ extension KintoService {
 
     // MARK: Helpers
 
-    /// A name that fits in the multipart header as it is.
+    /// A name that fits in the multipart header as it is: no quotes, backslashes or control
+    /// characters (line breaks included).
     static func checkFileName(_ name: String) throws(ServiceError) {
-        guard !name.isEmpty, !name.contains(where: { $0 == "\"" || $0 == "\\" || $0.isNewline }) else {
+        let unfit = name.unicodeScalars.contains { $0 == "\"" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7f }
+        guard !name.isEmpty, !unfit else {
             throw ServiceError(
-                .invalidModel(expected: "a file name without quotes, backslashes or line breaks", found: "'\(name)'"))
+                .invalidModel(expected: "a file name without quotes, backslashes or control characters", found: "'\(name)'"))
+        }
+    }
+
+    /// A media type that fits in the multipart header: `type/subtype` of token characters, with
+    /// parameters (`; charset=utf-8`) but no control characters.
+    static func checkContentType(_ type: String) throws(ServiceError) {
+        let parts = type.split(separator: "/", maxSplits: 1)
+        let fits =
+            parts.count == 2 && !parts[0].isEmpty && parts[0].unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 }
+            && !type.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f || !$0.isASCII }
+        guard fits else {
+            throw ServiceError(.invalidModel(expected: "a media type such as 'image/png'", found: "'\(type)'"))
         }
     }
 
@@ -212,7 +246,9 @@ extension KintoService {
             throw ServiceError(.fileFailed(expected: "a file to upload", found: "'\(source.path)': \(error)"))
         }
         defer { try? input.close() }
-        guard FileManager.default.createFile(atPath: body.path, contents: nil), let output = try? FileHandle(forWritingTo: body)
+        // Readable by the owner only: it is a copy of the file, which may be private.
+        guard FileManager.default.createFile(atPath: body.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let output = try? FileHandle(forWritingTo: body)
         else {
             throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "'\(body.path)'"))
         }

@@ -28,7 +28,17 @@ public struct ServiceFile: Hashable, Sendable, Codable {
     /// against it.
     public let sha256: String
 
-    /// A file as a backend describes it after an upload.
+    /// A file as a backend describes it after an upload (an adapter's upload makes one; an app
+    /// gets them from ``KintoService/upload(contentsOf:name:contentType:progress:)`` and from the
+    /// models that store them).
+    ///
+    /// - Parameters:
+    ///   - id: The id the backend keeps the file under.
+    ///   - name: Its name.
+    ///   - contentType: Its media type.
+    ///   - location: Where the backend serves it.
+    ///   - size: Its length in bytes.
+    ///   - sha256: The SHA-256 of its bytes, in hexadecimal.
     public init(id: String, name: String, contentType: String, location: URL, size: Int64, sha256: String) {
         self.id = id
         self.name = name
