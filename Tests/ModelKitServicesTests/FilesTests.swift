@@ -402,3 +402,47 @@ extension FilesTests {
         #expect(try Data(contentsOf: folder.appendingPathComponent("slow.bin")) == data)
     }
 }
+
+extension FilesTests {
+    @Test("A cached file is used again without a request; the least recently used copies go when the cache is over its size")
+    func cacheEvictsLeastRecentlyUsed() async throws {
+        let service = try await Self.service()
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = try FileCache(directory: folder.appendingPathComponent("cache"), maximumBytes: 250_000)
+        var files: [ServiceFile] = []
+        for (index, name) in ["a.bin", "b.bin", "c.bin"].enumerated() {
+            files.append(try await service.upload(Self.bytes(100_000, seed: UInt64(10 + index)), name: name))
+        }
+        let a = try await cache.url(for: files[0], using: service)
+        #expect(try Data(contentsOf: a) == Self.bytes(100_000, seed: 10))
+        _ = try await cache.url(for: files[1], using: service)
+        let before = service.metrics.requests
+        #expect(try await cache.url(for: files[0], using: service) == a)
+        #expect(service.metrics.requests == before, "a copy in the cache costs no request")
+
+        // 300,000 bytes against 250,000: b, the least recently used, goes.
+        _ = try await cache.url(for: files[2], using: service)
+        let kept = [await cache.contains(files[0]), await cache.contains(files[1]), await cache.contains(files[2])]
+        #expect(kept == [true, false, true])
+        #expect(await cache.totalBytes == 200_000)
+
+        // A file larger than the limit stays until the next download; the others make room.
+        let big = try await service.upload(Self.bytes(300_000, seed: 13), name: "big.bin")
+        _ = try await cache.url(for: big, using: service)
+        let bigKept = await cache.contains(big)
+        let total = await cache.totalBytes
+        #expect(bigKept && total == 300_000)
+        await cache.remove(big)
+        #expect(await cache.totalBytes == 0)
+
+        // A download that fails caches nothing.
+        let missing = ServiceFile(
+            id: big.id, name: big.name, contentType: big.contentType, location: big.location, size: 1,
+            sha256: String(repeating: "0", count: 64))
+        try await service.delete(big)
+        await #expect(throws: ServiceError.self) { _ = try await cache.url(for: missing, using: service) }
+        #expect(await cache.totalBytes == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("cache").path).isEmpty)
+    }
+}
