@@ -32,6 +32,11 @@ public final class KintoService: ModelService {
     let account = Mutex(AccountState())
     /// The transport: time limit, size limit, retries, `Backoff`, counters.
     let http: HTTPClient
+    /// Files made on this device and not uploaded yet (see ``pendingFilesFolder``); made on
+    /// first use.
+    let pendingStore = Mutex<PendingFiles?>(nil)
+    /// Where each file's bytes are served, as learnt from uploads and look-ups, by file id.
+    let fileLocations = Mutex<[String: URL]>([:])
     /// The server's batch limit, read once.
     private let batchLimit = Mutex<Int?>(nil)
     /// How many records a query asks for per page (`_limit`).

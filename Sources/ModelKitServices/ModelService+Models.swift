@@ -37,6 +37,8 @@ extension ModelService {
         guard !plan.writes.isEmpty else { return }
         let results: [RecordWriteResult]
         do {
+            // Files made offline that the records name go first.
+            try await (self as? any PendingFileUploads)?.uploadPendingFiles(namedIn: plan.writes)
             if let pipelined = self as? any PipelinedWrites {
                 results = try await pipelined.perform(plan.writes, after: .dependencies(plan.dependencies))
             } else {

@@ -55,7 +55,7 @@ struct FilesTests {
         #expect(file.name == "report.pdf" && file.contentType == "application/pdf")
         #expect(file.size == Int64(data.count))
         #expect(file.sha256 == (try Self.systemSHA256(source)))
-        #expect(SessionDelegate.sameOrigin(file.location, service.baseURL))
+        #expect(SessionDelegate.sameOrigin(try await service.location(of: file), service.baseURL))
         #expect(sent.totalUnitCount > Int64(data.count) && sent.completedUnitCount == sent.totalUnitCount)
 
         let destination = folder.appendingPathComponent("copy.pdf")
@@ -133,27 +133,17 @@ struct FilesTests {
         let file = try await service.upload(Self.bytes(200_000, seed: 4), name: "data.bin")
 
         let wrongHash = ServiceFile(
-            id: file.id, name: file.name, contentType: file.contentType, location: file.location, size: file.size,
+            id: file.id, name: file.name, contentType: file.contentType, size: file.size,
             sha256: String(repeating: "0", count: 64))
         let hashError = await #expect(throws: ServiceError.self) { try await service.download(wrongHash, to: destination) }
         #expect(hashError?.code == .fileFailed)
 
         // The server sends more than the file's length: refused at its declared length.
         let shorter = ServiceFile(
-            id: file.id, name: file.name, contentType: file.contentType, location: file.location, size: file.size - 10,
+            id: file.id, name: file.name, contentType: file.contentType, size: file.size - 10,
             sha256: file.sha256)
         let lengthError = await #expect(throws: ServiceError.self) { try await service.download(shorter, to: destination) }
         #expect(lengthError?.code == .fileFailed)
-
-        var elsewhere = URLComponents(url: file.location, resolvingAgainstBaseURL: false)!
-        elsewhere.host = "example.invalid"
-        let moved = ServiceFile(
-            id: file.id, name: file.name, contentType: file.contentType, location: elsewhere.url!, size: file.size,
-            sha256: file.sha256)
-        let before = service.metrics.requests
-        let originError = await #expect(throws: ServiceError.self) { try await service.download(moved, to: destination) }
-        #expect(originError?.code == .invalidResponse)
-        #expect(service.metrics.requests == before, "no request leaves for another origin")
 
         #expect(try Data(contentsOf: destination) == Data("before".utf8))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["kept.bin"])
@@ -246,7 +236,11 @@ extension FilesTests {
         let peak = try #require(lines["PEAK_KB"]?.first.flatMap { Int($0) }, "\(lines)")
         #expect(lines["FAILED"] == nil, "\(lines)")
         #expect(lines["UPLOADED"] == ["\(264 << 20)"] && lines["DOWNLOADED"] == ["\(264 << 20)"], "\(lines)")
-        #expect(peak - baseline < 64 << 10, "peak grew by \(peak - baseline) KiB")
+        // Under AddressSanitizer freed memory waits in a quarantine (256 MiB by default), so the
+        // peak says nothing there; CI runs this test without the sanitizer too.
+        if ProcessInfo.processInfo.environment["MODELKIT_SANITIZER"] != "address" {
+            #expect(peak - baseline < 64 << 10, "peak grew by \(peak - baseline) KiB")
+        }
     }
 }
 
@@ -297,7 +291,7 @@ extension FilesTests {
         let destination = folder.appendingPathComponent("kept.bin")
         try Data("before".utf8).write(to: destination)
         let file = try await service.upload(Self.bytes(100_000, seed: 5), name: "data.bin")
-        #expect(file.location.port == proxy.url.port)
+        #expect(try await service.location(of: file).port == proxy.url.port)
 
         // 50 MB in chunks, no length: cut off past the file's length.
         try await proxy.inject([
@@ -305,6 +299,20 @@ extension FilesTests {
         ])
         let endless = await #expect(throws: ServiceError.self) { try await service.download(file, to: destination) }
         #expect(endless?.code == .fileFailed, "\(String(describing: endless))")
+
+        // The server says the file is on another host: refused before any request goes there
+        // (a service of its own, which has not learnt the location from the upload).
+        let fresh = proxy.service(bucket: service.bucket)
+        try await proxy.inject([
+            [
+                "match": "GET /v1/buckets", "action": "edit",
+                "edits": [["path": ["data", "attachment", "location"], "value": "http://example.invalid/attachments/x.bin"]],
+            ]
+        ])
+        let before = fresh.metrics.requests
+        let elsewhere = await #expect(throws: ServiceError.self) { try await fresh.download(file, to: destination) }
+        #expect(elsewhere?.code == .invalidResponse, "\(String(describing: elsewhere))")
+        #expect(fresh.metrics.requests == before + 1, "the look-up only; nothing left for the other host")
 
         // The full length declared, half of it sent, then the connection closed, on each of the
         // service's 3 tries.
@@ -385,10 +393,13 @@ extension FilesTests {
         var hash = SHA256()
         hash.update(data)
         let file = ServiceFile(
-            id: "slow", name: "slow.bin", contentType: "application/octet-stream",
-            location: URL(string: "http://127.0.0.1:\(proxy.url.port ?? 0)/attachments/slow.bin")!, size: Int64(data.count),
+            id: "slow", name: "slow.bin", contentType: "application/octet-stream", size: Int64(data.count),
             sha256: hash.hexDigest())
         let slow = proxy.service(bucket: direct.bucket, timeout: .seconds(10))
+        // Where the file is, as if learnt from its upload: the proxy makes up the bytes.
+        slow.fileLocations.withLock {
+            $0["slow"] = URL(string: "http://127.0.0.1:\(proxy.url.port ?? 0)/attachments/slow.bin")!
+        }
         try await proxy.inject([
             [
                 "match": "GET /attachments", "action": "trickle", "generate": .int(Int64(data.count)), "bytes": 1024,
@@ -438,7 +449,7 @@ extension FilesTests {
 
         // A download that fails caches nothing.
         let missing = ServiceFile(
-            id: big.id, name: big.name, contentType: big.contentType, location: big.location, size: 1,
+            id: big.id, name: big.name, contentType: big.contentType, size: 1,
             sha256: String(repeating: "0", count: 64))
         try await service.delete(big)
         await #expect(throws: ServiceError.self) { _ = try await cache.url(for: missing, using: service) }

@@ -20,26 +20,25 @@ extension KintoService {
     /// How much of a file is read or written at a time.
     static let fileChunk = 1 << 20
 
-    /// Uploads the file at `url` and returns it as the server keeps it.
+    /// Uploads the file at `url` now and returns it.
     ///
     /// ```swift
     /// let progress = Progress()
     /// let photo = try await service.upload(contentsOf: pictureURL, contentType: "image/png", progress: progress)
-    /// print(photo.location, photo.size, photo.sha256)
+    /// print(photo.size, photo.sha256)
     /// ```
     ///
     /// The file is read twice, a piece at a time (copied into the request's body, a temporary
     /// file only its owner may read, then sent), so its size does not matter to memory. The
     /// server's hash and length are checked against the bytes read. The service's `timeout`
     /// applies to silence: the upload fails when no byte moves (or no answer comes) for that long,
-    /// however long the whole takes.
+    /// however long the whole takes. To attach a file offline and have a save or sync upload it,
+    /// use ``makeFile(contentsOf:name:contentType:)``.
     ///
     /// - Parameters:
-    ///   - name: The name the server keeps (by default the file's own); its extension tells the
+    ///   - name: The name the file keeps (by default the file's own); its extension tells the
     ///     server what kind of file it is.
-    ///   - contentType: The media type; by default `application/octet-stream`. Kinto's plugin
-    ///     keeps the one it knows for the name's extension instead, when it knows one; the
-    ///     returned file has the type the server kept.
+    ///   - contentType: The media type; by default `application/octet-stream`.
     ///   - progress: Counts the body's bytes as they are sent; its `totalUnitCount` is set to the
     ///     body's length.
     /// - Throws: ``ServiceError``: ``ServiceError/Code/fileFailed`` when the file cannot be
@@ -60,11 +59,53 @@ extension KintoService {
         try Self.checkContentType(contentType)
         var random = RandomUUIDs()
         let id = random.makeString().lowercased()
-        let body = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-upload-\(id)")
+        return try await send(.file(url), id: id, name: name, contentType: contentType, expected: nil, progress: progress)
+    }
+
+    /// Uploads `data` now as a file named `name`: ``upload(contentsOf:name:contentType:progress:)``
+    /// with the bytes in memory.
+    ///
+    /// ```swift
+    /// let note = try await service.upload(Data("hello".utf8), name: "hello.txt", contentType: "text/plain")
+    /// ```
+    ///
+    /// - Throws: What ``upload(contentsOf:name:contentType:progress:)`` throws.
+    /// - Complexity: O(*n*) in the data's length (written once, into the request's body), plus
+    ///   one request and its retries.
+    public func upload(
+        _ data: Data, name: String, contentType: String = "application/octet-stream", progress: Progress? = nil
+    ) async throws(ServiceError) -> ServiceFile {
+        try Self.checkFileName(name)
+        try Self.checkContentType(contentType)
+        var random = RandomUUIDs()
+        let id = random.makeString().lowercased()
+        return try await send(.data(data), id: id, name: name, contentType: contentType, expected: nil, progress: progress)
+    }
+
+    /// Where the bytes of an upload's body come from.
+    enum UploadSource {
+        case file(URL)
+        case data(Data)
+    }
+
+    /// Uploads `source` under `id` (a second upload under an id replaces the first); returns the
+    /// file, after checking the server's description of it against the bytes read and, when
+    /// given, against `expected` (a pending file, whose bytes must be those it was made with).
+    func send(
+        _ source: UploadSource, id: String, name: String, contentType: String, expected: ServiceFile?,
+        progress: Progress?
+    ) async throws(ServiceError) -> ServiceFile {
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-upload-\(id)-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: body) }
         let boundary = "modelkit-" + id
         let (size, sha256) = try Self.writeMultipart(
-            from: url, to: body, boundary: boundary, name: name, contentType: contentType)
+            from: source, to: body, boundary: boundary, name: name, contentType: contentType)
+        if let expected, expected.size != size || expected.sha256 != sha256 {
+            throw ServiceError(
+                .fileFailed(
+                    expected: "the bytes of file '\(expected.name)', \(expected.size) with SHA-256 \(expected.sha256)",
+                    found: "\(size) bytes with SHA-256 \(sha256)"))
+        }
         let record = RecordID(collection: Self.filesCollection, id: id)
         guard let target = URL(string: baseURL.absoluteString + recordPath(record) + "/attachment") else {
             throw ServiceError(.invalidModel(expected: "a URL", found: "'\(baseURL.absoluteString)'"), record: record)
@@ -87,33 +128,9 @@ extension KintoService {
             throw Self.fileFailure(response).about(record)
         }
         let answer = try Self.json(response.body, record: record)
-        return try uploadedFile(answer, id: id, name: name, contentType: contentType, size: size, sha256: sha256)
-    }
-
-    /// Uploads `data` as a file named `name`: ``upload(contentsOf:name:contentType:progress:)``
-    /// with the bytes in memory.
-    ///
-    /// ```swift
-    /// let note = try await service.upload(Data("hello".utf8), name: "hello.txt", contentType: "text/plain")
-    /// ```
-    ///
-    /// - Throws: What ``upload(contentsOf:name:contentType:progress:)`` throws.
-    /// - Complexity: O(*n*) in the data's length (written to a temporary file first), plus one
-    ///   request and its retries.
-    public func upload(
-        _ data: Data, name: String, contentType: String = "application/octet-stream", progress: Progress? = nil
-    ) async throws(ServiceError) -> ServiceFile {
-        try Self.checkFileName(name)
-        let source = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-data-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: source) }
-        do {
-            guard FileManager.default.createFile(atPath: source.path, contents: nil, attributes: [.posixPermissions: 0o600])
-            else { throw CocoaError(.fileWriteUnknown) }
-            try data.write(to: source)
-        } catch {
-            throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "\(error)"))
-        }
-        return try await upload(contentsOf: source, name: name, contentType: contentType, progress: progress)
+        let location = try uploadedLocation(answer, record: record, size: size, sha256: sha256)
+        fileLocations.withLock { $0[id] = location }
+        return ServiceFile(id: id, name: name, contentType: contentType, size: size, sha256: sha256)
     }
 
     /// Downloads `file` to `destination`, replacing what is there only once the whole file has
@@ -124,11 +141,12 @@ extension KintoService {
     /// try await service.download(photo, to: documents.appendingPathComponent(photo.name))
     /// ```
     ///
-    /// The file's location must be on the service's origin (scheme, host and port as in its
-    /// `url`): a device that reaches the server by another name than the uploader's cannot
-    /// download it yet. No credentials go with the request (the plugin's files are served as
-    /// static files, to anyone who has the location). The service's `timeout` applies to silence,
-    /// as for an upload.
+    /// A file made on this device and not uploaded yet is copied from where it waits, without
+    /// the server. Otherwise the service asks the server where the file is
+    /// (``location(of:)``, once per file and service) and downloads it from there, without
+    /// credentials (the plugin's files are served as static files, to anyone who has the
+    /// location). The location must be on the service's origin. The service's `timeout`
+    /// applies to silence, as for an upload.
     ///
     /// - Parameter progress: Counts the bytes received; its `totalUnitCount` is set to the
     ///   file's size.
@@ -138,33 +156,24 @@ extension KintoService {
     ///   cannot be written; ``ServiceError/Code/notFound`` when the server has no such file;
     ///   ``ServiceError/Code/httpStatus`` for another refusal; and the network errors
     ///   (``ServiceError/Code/timedOut``, ``ServiceError/Code/cancelled``, …).
-    /// - Complexity: O(*n*) in the file's length, plus one request (and its retries).
+    /// - Complexity: O(*n*) in the file's length, plus at most two requests (and their retries).
     public func download(_ file: ServiceFile, to destination: URL, progress: Progress? = nil) async throws(ServiceError) {
-        guard SessionDelegate.sameOrigin(file.location, baseURL) else {
-            throw ServiceError(
-                .invalidResponse(
-                    expected: "a file on \(HTTPClient.origin(of: baseURL))",
-                    found: "a location on \(HTTPClient.origin(of: file.location))"))
-        }
         let partial = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).modelkit-\(UUID().uuidString)")
         progress?.totalUnitCount = file.size
         var onProgress: (@Sendable (Int64) -> Void)?
         if let progress { onProgress = { progress.completedUnitCount = $0 } }
         let sink = ResponseSink(url: partial, limit: file.size, onProgress: onProgress)
-        var request = HTTPClient.Request(method: "GET", url: file.location)
-        request.sink = sink
-        // The location is the server's static files: no credentials go with it.
-        let response: HTTPClient.Response
         do throws(ServiceError) {
-            response = try await http.send(request)
+            let pending = pendingFiles
+            if pending.contains(file.id) {
+                try sink.copy(from: pending.url(of: file.id))
+            } else {
+                try await fetchBytes(of: file, into: sink)
+            }
         } catch {
             sink.discard()
             throw error
-        }
-        guard response.status == 200 else {
-            sink.discard()
-            throw response.status == 404 ? ServiceError(.notFound) : ServiceError(.httpStatus(response.status, ""))
         }
         let written: ResponseSink.Written
         do throws(ServiceError) {
@@ -173,7 +182,7 @@ extension KintoService {
             sink.discard()
             throw error
         }
-        guard written.bytes == file.size, written.sha256 == file.sha256.lowercased() else {
+        guard written.bytes == file.size, written.sha256 == file.sha256 else {
             sink.discard()
             throw ServiceError(
                 .fileFailed(
@@ -189,8 +198,61 @@ extension KintoService {
         }
     }
 
-    /// Deletes `file` on the server (its record, and with it the stored bytes). A file already
-    /// gone is no error.
+    /// GETs the file's bytes from its location into `sink`. A location learnt earlier that the
+    /// server no longer serves (the file was uploaded again, under a new stored name) is asked
+    /// for again, once.
+    private func fetchBytes(of file: ServiceFile, into sink: ResponseSink) async throws(ServiceError) {
+        for attempt in 0..<2 {
+            let known = fileLocations.withLock { $0[file.id] }
+            let location = try await location(of: file)
+            var request = HTTPClient.Request(method: "GET", url: location)
+            request.sink = sink
+            // The location is the server's static files: no credentials go with it.
+            let response = try await http.send(request)
+            if response.status == 200 { return }
+            if response.status == 404, attempt == 0, known != nil {
+                // The next attempt's send starts the sink's file again.
+                fileLocations.withLock { $0[file.id] = nil }
+                continue
+            }
+            throw response.status == 404 ? ServiceError(.notFound) : ServiceError(.httpStatus(response.status, ""))
+        }
+    }
+
+    /// Where the server serves the bytes of `file`, as its record in ``filesCollection`` says
+    /// (asked once per file and service; an upload through this service tells it).
+    ///
+    /// ```swift
+    /// let url = try await service.location(of: photo)    // the seed's `file.url`
+    /// ```
+    ///
+    /// - Throws: ``ServiceError``: ``ServiceError/Code/notFound`` when the server has no such
+    ///   file (or this user may not read its record), ``ServiceError/Code/invalidResponse`` for a
+    ///   location on another origin than the service's, ``ServiceError/Code/invalidModel`` for an
+    ///   id the server cannot have given, and the network and server errors.
+    /// - Complexity: O(1) when known, else one request.
+    public func location(of file: ServiceFile) async throws(ServiceError) -> URL {
+        if let known = fileLocations.withLock({ $0[file.id] }) { return known }
+        guard RecordCodec.isValidId(file.id) else {
+            throw ServiceError(.invalidModel(expected: "a file id of letters, digits, '_' and '-'", found: "'\(file.id)'"))
+        }
+        let record = RecordID(collection: Self.filesCollection, id: file.id)
+        let response = try await send("GET", path: recordPath(record), body: nil)
+        guard response.status == 200 else {
+            throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(record)
+        }
+        let answer = try Self.json(response.body, record: record)
+        guard let attachment = answer["data"]?["attachment"], case .object = attachment else {
+            // A record of the collection without a file: none is there.
+            throw ServiceError(.notFound).about(record)
+        }
+        let location = try servedLocation(attachment, record: record)
+        fileLocations.withLock { $0[file.id] = location }
+        return location
+    }
+
+    /// Deletes `file`: on the server (its record, and with it the stored bytes), and on this
+    /// device if it is waiting for its upload. A file already gone is no error.
     ///
     /// ```swift
     /// try await service.delete(photo)
@@ -204,10 +266,12 @@ extension KintoService {
         guard RecordCodec.isValidId(file.id) else {
             throw ServiceError(.invalidModel(expected: "a file id of letters, digits, '_' and '-'", found: "'\(file.id)'"))
         }
+        pendingFiles.remove(file.id)
         let response = try await send("DELETE", path: recordPath(record), body: nil)
         guard response.status == 200 || response.status == 404 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(record)
         }
+        fileLocations.withLock { $0[file.id] = nil }
     }
 
     // MARK: Helpers
@@ -234,18 +298,11 @@ extension KintoService {
         }
     }
 
-    /// Writes the multipart body of an upload of the file at `source` to `body`, a piece at a
-    /// time; returns the file's length and SHA-256.
-    static func writeMultipart(from source: URL, to body: URL, boundary: String, name: String, contentType: String)
+    /// Writes the multipart body of an upload of `source` to `body`, a piece at a time; returns
+    /// the bytes' length and SHA-256.
+    static func writeMultipart(from source: UploadSource, to body: URL, boundary: String, name: String, contentType: String)
         throws(ServiceError) -> (Int64, String)
     {
-        let input: FileHandle
-        do {
-            input = try FileHandle(forReadingFrom: source)
-        } catch {
-            throw ServiceError(.fileFailed(expected: "a file to upload", found: "'\(source.path)': \(error)"))
-        }
-        defer { try? input.close() }
         // Readable by the owner only: it is a copy of the file, which may be private.
         guard FileManager.default.createFile(atPath: body.path, contents: nil, attributes: [.posixPermissions: 0o600]),
             let output = try? FileHandle(forWritingTo: body)
@@ -260,34 +317,46 @@ extension KintoService {
         var size: Int64 = 0
         do {
             try output.write(contentsOf: Data(head.utf8))
-            while let chunk = try input.read(upToCount: fileChunk), !chunk.isEmpty {
-                hash.update(chunk)
-                size += Int64(chunk.count)
-                try output.write(contentsOf: chunk)
+            switch source {
+            case .data(let data):
+                hash.update(data)
+                size = Int64(data.count)
+                try output.write(contentsOf: data)
+            case .file(let url):
+                let input: FileHandle
+                do {
+                    input = try FileHandle(forReadingFrom: url)
+                } catch {
+                    throw ServiceError(.fileFailed(expected: "a file to upload", found: "'\(url.path)': \(error)"))
+                }
+                defer { try? input.close() }
+                do {
+                    while let chunk = try input.read(upToCount: fileChunk), !chunk.isEmpty {
+                        hash.update(chunk)
+                        size += Int64(chunk.count)
+                        try output.write(contentsOf: chunk)
+                    }
+                } catch {
+                    throw ServiceError(
+                        .fileFailed(expected: "a file to upload that can be read", found: "'\(url.path)': \(error)"))
+                }
             }
             try output.write(contentsOf: Data("\r\n--\(boundary)--\r\n".utf8))
+        } catch let error as ServiceError {
+            throw error
         } catch {
-            throw ServiceError(.fileFailed(expected: "a file to upload that can be read", found: "'\(source.path)': \(error)"))
+            throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "'\(body.path)': \(error)"))
         }
         return (size, hash.hexDigest())
     }
 
-    /// The uploaded file as the server's answer describes it, checked against what was sent.
-    func uploadedFile(_ answer: ModelValue, id: String, name: String, contentType: String, size: Int64, sha256: String)
-        throws(ServiceError) -> ServiceFile
+    /// Where the server serves an uploaded file, from its answer, which must describe the bytes
+    /// sent.
+    func uploadedLocation(_ answer: ModelValue, record: RecordID, size: Int64, sha256: String) throws(ServiceError)
+        -> URL
     {
-        let record = RecordID(collection: Self.filesCollection, id: id)
-        guard case .string(let text)? = answer["location"],
-            let location = URL(string: text, relativeTo: baseURL)?.absoluteURL
-        else {
-            throw ServiceError.invalidResponse(
-                at: "location", expected: "a URL", found: Self.describe(answer["location"]), record: record)
-        }
-        guard SessionDelegate.sameOrigin(location, baseURL) else {
-            throw ServiceError.invalidResponse(
-                at: "location", expected: "a URL on \(HTTPClient.origin(of: baseURL))", found: "'\(text)'", record: record)
-        }
-        guard case .string(sha256)? = answer["hash"] else {
+        let location = try servedLocation(answer, record: record)
+        guard case .string(let hash)? = answer["hash"], hash.lowercased() == sha256 else {
             throw ServiceError.invalidResponse(
                 at: "hash", expected: "the SHA-256 of the bytes sent, \(sha256)", found: Self.describe(answer["hash"]),
                 record: record)
@@ -296,8 +365,24 @@ extension KintoService {
             throw ServiceError.invalidResponse(
                 at: "size", expected: "the length sent, \(size)", found: Self.describe(answer["size"]), record: record)
         }
-        let storedType = answer["mimetype"]?.stringValue ?? contentType
-        return ServiceFile(id: id, name: name, contentType: storedType, location: location, size: size, sha256: sha256)
+        return location
+    }
+
+    /// The `location` of an attachment's description, resolved against the service's URL (the
+    /// plugin gives a path when its `base_url` is one, so that each device reaches the files by
+    /// the name it reaches the server by); it must be on the service's origin.
+    func servedLocation(_ attachment: ModelValue, record: RecordID) throws(ServiceError) -> URL {
+        guard case .string(let text)? = attachment["location"],
+            let location = URL(string: text, relativeTo: baseURL)?.absoluteURL
+        else {
+            throw ServiceError.invalidResponse(
+                at: "location", expected: "a URL", found: Self.describe(attachment["location"]), record: record)
+        }
+        guard SessionDelegate.sameOrigin(location, baseURL) else {
+            throw ServiceError.invalidResponse(
+                at: "location", expected: "a URL on \(HTTPClient.origin(of: baseURL))", found: "'\(text)'", record: record)
+        }
+        return location
     }
 
     /// The error of a refused upload: Kinto's attachment plugin answers 400 with a message for a

@@ -72,6 +72,31 @@ final class ResponseSink: Sendable {
         return true
     }
 
+    /// Takes the bytes of the local file `source`, a piece at a time, as a download takes a
+    /// body.
+    func copy(from source: URL) throws(ServiceError) {
+        try start()
+        let input: FileHandle
+        do {
+            input = try FileHandle(forReadingFrom: source)
+        } catch {
+            throw ServiceError(.fileFailed(expected: "a pending file to read", found: "'\(source.path)': \(error)"))
+        }
+        defer { try? input.close() }
+        do {
+            while let chunk = try input.read(upToCount: KintoService.fileChunk), !chunk.isEmpty {
+                guard write(chunk) else {
+                    throw ServiceError(
+                        .fileFailed(expected: "at most \(limit) bytes", found: "more in '\(source.path)'"))
+                }
+            }
+        } catch let error as ServiceError {
+            throw error
+        } catch {
+            throw ServiceError(.fileFailed(expected: "a pending file to read", found: "'\(source.path)': \(error)"))
+        }
+    }
+
     /// The failure of a write, if one failed.
     var failure: String? { state.withLock { $0.failure } }
 

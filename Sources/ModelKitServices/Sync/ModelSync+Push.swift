@@ -31,6 +31,8 @@ extension ModelSync {
         }
         let results: [RecordWriteResult]
         do {
+            // Files made offline that the records name go first.
+            try await (service as? any PendingFileUploads)?.uploadPendingFiles(namedIn: writes)
             if let pipelined = service as? any PipelinedWrites {
                 results = try await pipelined.perform(writes, after: .dependencies(dependencies))
             } else {

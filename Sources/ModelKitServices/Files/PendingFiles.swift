@@ -1,0 +1,155 @@
+import Foundation
+import ModelKit
+import Synchronization
+
+// Files made on this device and not uploaded yet: their bytes wait in a folder of the service's,
+// one file per id, until a save or a sync writes a record that names them (or the app uploads
+// them). The folder is the whole state: what is in it survives a relaunch, and a file leaves it
+// only once the server holds its bytes. Only ids in this folder are ever uploaded from it, so a
+// record from the server that names a file cannot make this device send anything else.
+
+final class PendingFiles: Sendable {
+    let folder: URL
+    /// The ids in the folder, listed on first use (nil until then).
+    private let ids = Mutex<Set<String>?>(nil)
+
+    init(folder: URL) {
+        self.folder = folder
+    }
+
+    /// Where the bytes of the pending file `id` are.
+    func url(of id: String) -> URL { folder.appendingPathComponent(id) }
+
+    /// The ids waiting, listed from the folder the first time.
+    ///
+    /// - Complexity: O(1), but O(*n*) in the folder's files on first use.
+    var waiting: Set<String> {
+        ids.withLock { ids in
+            if let ids { return ids }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            // Partial copies start with a dot; a crash may have left some (removed here).
+            var listed = Set<String>()
+            for name in names {
+                if name.hasPrefix(".") {
+                    try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+                } else if RecordCodec.isValidId(name) {
+                    listed.insert(name)
+                }
+            }
+            ids = listed
+            return listed
+        }
+    }
+
+    func contains(_ id: String) -> Bool { waiting.contains(id) }
+
+    /// Puts the bytes of `source` (a copy, or `data`) in the folder under a new id; returns the
+    /// file they make, with their length and hash.
+    func add(source: URL?, data: Data?, name: String, contentType: String) throws(ServiceError) -> ServiceFile {
+        var random = RandomUUIDs()
+        let id = random.makeString().lowercased()
+        let partial = folder.appendingPathComponent(".\(id)")
+        let fileManager = FileManager.default
+        do {
+            try fileManager.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ServiceError(.fileFailed(expected: "a folder for pending files", found: "'\(folder.path)': \(error)"))
+        }
+        guard fileManager.createFile(atPath: partial.path, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let output = try? FileHandle(forWritingTo: partial)
+        else {
+            throw ServiceError(.fileFailed(expected: "a pending file that can be written", found: "'\(partial.path)'"))
+        }
+        var hash = SHA256()
+        var size: Int64 = 0
+        do {
+            defer { try? output.close() }
+            if let data {
+                hash.update(data)
+                size = Int64(data.count)
+                try output.write(contentsOf: data)
+            } else if let source {
+                let input: FileHandle
+                do {
+                    input = try FileHandle(forReadingFrom: source)
+                } catch {
+                    throw ServiceError(.fileFailed(expected: "a file to read", found: "'\(source.path)': \(error)"))
+                }
+                defer { try? input.close() }
+                while let chunk = try input.read(upToCount: KintoService.fileChunk), !chunk.isEmpty {
+                    hash.update(chunk)
+                    size += Int64(chunk.count)
+                    try output.write(contentsOf: chunk)
+                }
+            }
+            try output.synchronize()
+        } catch {
+            try? fileManager.removeItem(at: partial)
+            if let error = error as? ServiceError { throw error }
+            throw ServiceError(.fileFailed(expected: "a file that can be copied", found: "\(error)"))
+        }
+        // Under its id only once whole: a crash before leaves a partial copy, never a pending
+        // file with part of its bytes.
+        guard rename(partial.path, url(of: id).path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? fileManager.removeItem(at: partial)
+            throw ServiceError(.fileFailed(expected: "a pending file that can be written", found: "'\(folder.path)': \(reason)"))
+        }
+        _ = waiting
+        ids.withLock { _ = $0?.insert(id) }
+        return ServiceFile(id: id, name: name, contentType: contentType, size: size, sha256: hash.hexDigest())
+    }
+
+    /// Forgets the pending file `id` and removes its bytes (it was uploaded, or deleted).
+    func remove(_ id: String) {
+        _ = waiting
+        ids.withLock { _ = $0?.remove(id) }
+        try? FileManager.default.removeItem(at: url(of: id))
+    }
+
+    /// The pending files named in `writes` (their `File` objects, found wherever they are in the
+    /// fields), each once.
+    ///
+    /// - Complexity: O(1) when no file is pending; else O(*n*) in the size of the fields that
+    ///   contain a `File` object.
+    func named(in writes: [RecordWrite]) -> [ServiceFile] {
+        let waiting = self.waiting
+        guard !waiting.isEmpty else { return [] }
+        let marker = Data(#""File""#.utf8)
+        var found: [ServiceFile] = []
+        var seen = Set<String>()
+        for write in writes {
+            let fields: RecordFields
+            switch write {
+            case .create(_, let given), .update(_, let given, _): fields = given
+            case .delete: continue
+            }
+            guard fields.jsonData.range(of: marker) != nil, let value = try? ModelValue(json: fields.jsonData) else {
+                continue
+            }
+            Self.files(in: value) { file in
+                if waiting.contains(file.id), seen.insert(file.id).inserted { found.append(file) }
+            }
+        }
+        return found
+    }
+
+    /// Calls `body` with each file object in `value`, at any depth.
+    private static func files(in value: ModelValue, _ body: (ServiceFile) -> Void) {
+        switch value {
+        case .object(let object):
+            if object["__type"] == .string(ServiceFile.typeTag), case .string(let id)? = object["id"],
+                case .string(let name)? = object["name"], case .string(let contentType)? = object["contentType"],
+                case .int(let size)? = object["size"], case .string(let sha256)? = object["sha256"]
+            {
+                body(ServiceFile(id: id, name: name, contentType: contentType, size: size, sha256: sha256))
+            } else {
+                for (_, member) in object { files(in: member, body) }
+            }
+        case .array(let elements):
+            for element in elements { files(in: element, body) }
+        default:
+            break
+        }
+    }
+}
