@@ -23,7 +23,7 @@ extension KintoService {
     /// Uploads the file at `url` now and returns it.
     ///
     /// ```swift
-    /// let progress = Progress()
+    /// let progress = Progress(totalUnitCount: 0)
     /// let photo = try await service.upload(contentsOf: pictureURL, contentType: "image/png", progress: progress)
     /// print(photo.size, photo.sha256)
     /// ```
@@ -39,8 +39,8 @@ extension KintoService {
     ///   - name: The name the file keeps (by default the file's own); its extension tells the
     ///     server what kind of file it is.
     ///   - contentType: The media type; by default `application/octet-stream`.
-    ///   - progress: Counts the body's bytes as they are sent; its `totalUnitCount` is set to the
-    ///     body's length.
+    ///   - progress: Counts the file's bytes as they are sent; its `totalUnitCount` is set to the
+    ///     file's length.
     /// - Throws: ``ServiceError``: ``ServiceError/Code/fileFailed`` when the file cannot be
     ///   read, ``ServiceError/Code/fileTooLarge`` and ``ServiceError/Code/unsupportedFileType``
     ///   when the server refuses it, ``ServiceError/Code/invalidModel`` for a name with quotes,
@@ -59,7 +59,8 @@ extension KintoService {
         try Self.checkContentType(contentType)
         var random = RandomUUIDs()
         let id = random.makeString().lowercased()
-        return try await send(.file(url), id: id, name: name, contentType: contentType, expected: nil, progress: progress)
+        return try await send(
+            .file(url), id: id, name: name, contentType: contentType, expected: nil, report: Self.report(to: progress))
     }
 
     /// Uploads `data` now as a file named `name`: ``upload(contentsOf:name:contentType:progress:)``
@@ -79,7 +80,8 @@ extension KintoService {
         try Self.checkContentType(contentType)
         var random = RandomUUIDs()
         let id = random.makeString().lowercased()
-        return try await send(.data(data), id: id, name: name, contentType: contentType, expected: nil, progress: progress)
+        return try await send(
+            .data(data), id: id, name: name, contentType: contentType, expected: nil, report: Self.report(to: progress))
     }
 
     /// Where the bytes of an upload's body come from.
@@ -88,17 +90,29 @@ extension KintoService {
         case data(Data)
     }
 
+    /// Told how many of a file's bytes have gone (or come) so far, and of how many.
+    typealias ByteReport = @Sendable (_ completed: Int64, _ total: Int64) -> Void
+
+    /// A report that sets `progress` (none without one).
+    static func report(to progress: Progress?) -> ByteReport? {
+        guard let progress else { return nil }
+        return { completed, total in
+            if progress.totalUnitCount != total { progress.totalUnitCount = total }
+            progress.completedUnitCount = completed
+        }
+    }
+
     /// Uploads `source` under `id` (a second upload under an id replaces the first); returns the
     /// file, after checking the server's description of it against the bytes read and, when
     /// given, against `expected` (a pending file, whose bytes must be those it was made with).
     func send(
         _ source: UploadSource, id: String, name: String, contentType: String, expected: ServiceFile?,
-        progress: Progress?
+        report: ByteReport?
     ) async throws(ServiceError) -> ServiceFile {
         let body = FileManager.default.temporaryDirectory.appendingPathComponent("modelkit-upload-\(id)-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: body) }
         let boundary = "modelkit-" + id
-        let (size, sha256) = try Self.writeMultipart(
+        let (size, sha256, head) = try Self.writeMultipart(
             from: source, to: body, boundary: boundary, name: name, contentType: contentType)
         if let expected, expected.size != size || expected.sha256 != sha256 {
             throw ServiceError(
@@ -115,11 +129,10 @@ extension KintoService {
         request.headers["Content-Type"] = "multipart/form-data; boundary=\(boundary)"
         if let authorization = account.withLock({ $0.authorization }) { request.headers["Authorization"] = authorization }
         request.bodyFile = body
-        if let progress {
-            let total = Int64(
-                (try? FileManager.default.attributesOfItem(atPath: body.path)[.size] as? NSNumber)??.int64Value ?? 0)
-            progress.totalUnitCount = total
-            request.onSent = { sent in progress.completedUnitCount = min(sent, total) }
+        if let report {
+            // The body's bytes sent, as the file's: its part of the body starts after the head.
+            report(0, size)
+            request.onSent = { sent in report(min(size, max(0, sent - head)), size) }
         }
         // Sent again whole after a dropped connection: a second upload under the same id
         // replaces the first.
@@ -130,6 +143,7 @@ extension KintoService {
         let answer = try Self.json(response.body, record: record)
         let location = try uploadedLocation(answer, record: record, size: size, sha256: sha256)
         fileLocations.withLock { $0[id] = location }
+        report?(size, size)
         return ServiceFile(id: id, name: name, contentType: contentType, size: size, sha256: sha256)
     }
 
@@ -158,11 +172,15 @@ extension KintoService {
     ///   (``ServiceError/Code/timedOut``, ``ServiceError/Code/cancelled``, …).
     /// - Complexity: O(*n*) in the file's length, plus at most two requests (and their retries).
     public func download(_ file: ServiceFile, to destination: URL, progress: Progress? = nil) async throws(ServiceError) {
+        try await download(file, to: destination, report: Self.report(to: progress))
+    }
+
+    func download(_ file: ServiceFile, to destination: URL, report: ByteReport?) async throws(ServiceError) {
         let partial = destination.deletingLastPathComponent()
             .appendingPathComponent(".\(destination.lastPathComponent).modelkit-\(UUID().uuidString)")
-        progress?.totalUnitCount = file.size
+        report?(0, file.size)
         var onProgress: (@Sendable (Int64) -> Void)?
-        if let progress { onProgress = { progress.completedUnitCount = $0 } }
+        if let report { onProgress = { report($0, file.size) } }
         let sink = ResponseSink(url: partial, limit: file.size, onProgress: onProgress)
         do throws(ServiceError) {
             let pending = pendingFiles
@@ -299,9 +317,9 @@ extension KintoService {
     }
 
     /// Writes the multipart body of an upload of `source` to `body`, a piece at a time; returns
-    /// the bytes' length and SHA-256.
+    /// the bytes' length and SHA-256, and the length of the body's head (before the bytes).
     static func writeMultipart(from source: UploadSource, to body: URL, boundary: String, name: String, contentType: String)
-        throws(ServiceError) -> (Int64, String)
+        throws(ServiceError) -> (size: Int64, sha256: String, head: Int64)
     {
         // Readable by the owner only: it is a copy of the file, which may be private.
         guard FileManager.default.createFile(atPath: body.path, contents: nil, attributes: [.posixPermissions: 0o600]),
@@ -347,7 +365,7 @@ extension KintoService {
         } catch {
             throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "'\(body.path)': \(error)"))
         }
-        return (size, hash.hexDigest())
+        return (size, hash.hexDigest(), Int64(head.utf8.count))
     }
 
     /// Where the server serves an uploaded file, from its answer, which must describe the bytes

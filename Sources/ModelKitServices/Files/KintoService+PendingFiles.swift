@@ -124,19 +124,23 @@ extension KintoService: PendingFileUploads {
     /// - Complexity: O(*n*) in the file's length, plus one request and its retries; O(1) for a
     ///   file that is not pending.
     public func upload(_ file: ServiceFile, progress: Progress? = nil) async throws(ServiceError) {
+        try await upload(file, report: Self.report(to: progress))
+    }
+
+    func upload(_ file: ServiceFile, report: ByteReport?) async throws(ServiceError) {
         let pending = pendingFiles
         guard pending.contains(file.id) else { return }
         try Self.checkFileName(file.name)
         try Self.checkContentType(file.contentType)
         _ = try await send(
             .file(pending.url(of: file.id)), id: file.id, name: file.name, contentType: file.contentType,
-            expected: file, progress: progress)
+            expected: file, report: report)
         pending.remove(file.id)
     }
 
     func uploadPendingFiles(namedIn writes: [RecordWrite]) async throws(ServiceError) {
-        for file in pendingFiles.named(in: writes) {
-            try await upload(file)
-        }
+        let files = pendingFiles.named(in: writes)
+        guard !files.isEmpty else { return }
+        try await upload(files)
     }
 }
