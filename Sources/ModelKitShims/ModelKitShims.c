@@ -65,7 +65,7 @@ static const uint32_t sha256_k[64] = {
 
 #define SHA256_ROTR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-void modelkit_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks) {
+void modelkit_sha256_blocks_portable(uint32_t state[8], const uint8_t *data, size_t blocks) {
     uint32_t w[64];
     for (; blocks > 0; blocks--, data += 64) {
         for (int i = 0; i < 16; i++) {
@@ -101,4 +101,73 @@ void modelkit_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t block
         state[6] += g;
         state[7] += h;
     }
+}
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#include <cpuid.h>
+#include <immintrin.h>
+
+// The processor's SHA extensions (Intel since Goldmont and Ice Lake, AMD since Zen): two rounds
+// per instruction, about seven times the portable loop. The state is kept as the instructions
+// want it, in two vectors holding the words A, B, E, F and C, D, G, H (highest lane first).
+__attribute__((target("sha,sse4.1,ssse3")))
+static void sha256_blocks_extensions(uint32_t state[8], const uint8_t *data, size_t blocks) {
+    // Reverses the bytes of each 32-bit word: the message is big-endian.
+    const __m128i byteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&state[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)&state[4]);
+    __m128i cdab = _mm_shuffle_epi32(dcba, 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xF0);
+    for (; blocks > 0; blocks--, data += 64) {
+        const __m128i abefBefore = abef, cdghBefore = cdgh;
+        // The message schedule, four words at a time: w[i % 4] holds words 4i to 4i + 3.
+        __m128i w[4];
+        for (int i = 0; i < 16; i++) {
+            __m128i words;
+            if (i < 4) {
+                words = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16 * i)), byteSwap);
+            } else {
+                // W[t] = σ1(W[t-2]) + W[t-7] + σ0(W[t-15]) + W[t-16], for t = 4i to 4i + 3.
+                __m128i partial = _mm_sha256msg1_epu32(w[i & 3], w[(i - 3) & 3]);
+                partial = _mm_add_epi32(partial, _mm_alignr_epi8(w[(i - 1) & 3], w[(i - 2) & 3], 4));
+                words = _mm_sha256msg2_epu32(partial, w[(i - 1) & 3]);
+            }
+            w[i & 3] = words;
+            __m128i scheduled = _mm_add_epi32(words, _mm_loadu_si128((const __m128i *)&sha256_k[4 * i]));
+            cdgh = _mm_sha256rnds2_epu32(cdgh, abef, scheduled);
+            scheduled = _mm_shuffle_epi32(scheduled, 0x0E);
+            abef = _mm_sha256rnds2_epu32(abef, cdgh, scheduled);
+        }
+        abef = _mm_add_epi32(abef, abefBefore);
+        cdgh = _mm_add_epi32(cdgh, cdghBefore);
+    }
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&state[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&state[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+/// Whether the processor has the SHA extensions and the SSE levels the path above uses.
+static int sha256_has_extensions(void) {
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+    int sse = (ecx & bit_SSSE3) && (ecx & bit_SSE4_1);
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0;
+    return sse && (ebx & bit_SHA);
+}
+#endif
+
+void modelkit_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks) {
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+    // Asked once; a race between two first callers asks twice and gets the same answer.
+    static int extensions = -1;
+    if (extensions < 0) extensions = sha256_has_extensions();
+    if (extensions) {
+        sha256_blocks_extensions(state, data, blocks);
+        return;
+    }
+#endif
+    modelkit_sha256_blocks_portable(state, data, blocks);
 }

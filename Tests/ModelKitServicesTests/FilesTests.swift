@@ -1,5 +1,6 @@
 import Foundation
 import ModelKit
+import ModelKitShims
 import ModelKitTestSupport
 import ServiceTestModels
 import Synchronization
@@ -197,6 +198,22 @@ struct SHA256Tests {
         #expect(
             Self.digest(Data(repeating: UInt8(ascii: "a"), count: 1_000_000))
                 == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test("The processor's SHA extensions, where it has them, and the portable loop give the same state from random states and blocks")
+    func extensionsMatchPortableLoop() {
+        var random = SplitMix64(seed: 36)
+        for blocks in [1, 2, 3, 7, 64, 1000] {
+            let data = FilesTests.bytes(64 * blocks, seed: UInt64(blocks))
+            var fast = (0..<8).map { _ in UInt32(truncatingIfNeeded: random.next()) }
+            var portable = fast
+            data.withUnsafeBytes { bytes in
+                let base = bytes.bindMemory(to: UInt8.self).baseAddress!
+                modelkit_sha256_blocks(&fast, base, blocks)
+                modelkit_sha256_blocks_portable(&portable, base, blocks)
+            }
+            #expect(fast == portable, "\(blocks) blocks")
+        }
     }
 
     @Test("Random data fed in random pieces gives the system's digest, at every length around a block")
@@ -455,5 +472,52 @@ extension FilesTests {
         await #expect(throws: ServiceError.self) { _ = try await cache.url(for: missing, using: service) }
         #expect(await cache.totalBytes == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("cache").path).isEmpty)
+    }
+}
+
+/// `ServiceFile`'s stored form, without a server.
+@Suite("ServiceFile values")
+struct ServiceFileValueTests {
+    @Test("A file's stored form comes back equal, and the form with a location (before files made offline) still loads")
+    func storedForm() throws {
+        try ModelRegistry.register(Document.self)
+        let file = ServiceFile(
+            id: "f1", name: "a.txt", contentType: "text/plain", size: 3, sha256: String(repeating: "AB", count: 32))
+        #expect(file.sha256 == String(repeating: "ab", count: 32), "kept in lowercase")
+        let data = try JSONEncoder().encode(file)
+        #expect(try JSONDecoder().decode(ServiceFile.self, from: data) == file)
+        #expect(!String(decoding: data, as: UTF8.self).contains("location"))
+
+        let old = Data(
+            #"{"__type":"File","id":"f1","name":"a.txt","contentType":"text/plain","location":"http://h/x","size":3,"sha256":"\#(file.sha256)"}"#
+                .utf8)
+        #expect(try JSONDecoder().decode(ServiceFile.self, from: old) == file)
+        let context = ModelContext()
+        let document = Document.instance(objectId: "d", in: context)
+        document.file = file
+        let text = String(decoding: try context.data(format: .json), as: UTF8.self)
+            .replacingOccurrences(of: #""name":"a.txt""#, with: #""name":"a.txt","location":"http://h/x""#)
+        #expect(text.contains(#""location":"http://h/x""#))
+        let copy = ModelContext()
+        try copy.load(Data(text.utf8))
+        #expect(copy.model(Document.self, objectId: "d")?.file == file)
+    }
+
+    @Test("A stored form with a bad hash or a negative size fails, saying what was expected")
+    func badForms() {
+        for (json, expected) in [
+            (#"{"__type":"File","id":"f","name":"a","contentType":"t/p","size":3,"sha256":"xyz"}"#, "64 hexadecimal digits"),
+            (#"{"__type":"File","id":"f","name":"a","contentType":"t/p","size":-1,"sha256":"\#(String(repeating: "0", count: 64))"}"#,
+             "a length of 0 or more"),
+            (#"{"__type":"Date","id":"f","name":"a","contentType":"t/p","size":1,"sha256":"\#(String(repeating: "0", count: 64))"}"#,
+             "Expected \"File\""),
+        ] {
+            #expect(throws: DecodingError.self) { try JSONDecoder().decode(ServiceFile.self, from: Data(json.utf8)) }
+            do {
+                _ = try JSONDecoder().decode(ServiceFile.self, from: Data(json.utf8))
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
+        }
     }
 }

@@ -11,8 +11,12 @@ struct Benchmark: Sendable {
     /// (`run` is then unused). They are only selected by a filter naming them.
     var runOnServer: (@Sendable (_ n: Int, _ session: inout Session) async throws -> BenchmarkResult)?
 
+    /// For a benchmark whose size is its own (the file benchmarks' bytes): that size. It runs
+    /// once, at the first of `--sizes`, and is reported at this `n`.
+    var fixedN: Int?
+
     /// Whether it needs the Kinto server (and so runs only when a `--filter` part starts with
-    /// "service" or "sync").
+    /// "service", "sync" or "files").
     var needsServer: Bool { runOnServer != nil }
 
     /// A benchmark with one table per size.
@@ -27,6 +31,14 @@ struct Benchmark: Sendable {
         self.name = name
         self.run = { _, _ in [] }
         runOnServer = run
+    }
+
+    /// A server benchmark of a size of its own, `n` (see ``fixedN``).
+    init(name: String, fixedN n: Int, run: @escaping @Sendable (_ n: Int, _ session: inout Session) async throws -> BenchmarkResult) {
+        self.name = name
+        self.run = { _, _ in [] }
+        runOnServer = run
+        fixedN = n
     }
 
     /// A benchmark with several tables per size (``BenchmarkResult/selectivity`` tells them apart).
@@ -122,6 +134,10 @@ enum Benchmarks {
         syncFirst,
         syncIncremental,
         syncPush,
+        filesUploadLarge,
+        filesUploadMany,
+        filesDownloadLarge,
+        filesDownloadMany,
     ]
 
     static var names: [String] { all.map(\.name) }

@@ -23,13 +23,14 @@ struct Options: Equatable {
 
     /// Whether `--filter` selects the benchmark called `name`.
     ///
-    /// The benchmarks that need the Kinto server (`service-*`, `sync-*`) are selected only by a
-    /// part that starts with "service" or "sync", so that the default run and `--filter query`
-    /// never start a server.
+    /// The benchmarks that need the Kinto server (`service-*`, `sync-*`, `files-*`) are selected
+    /// only by a part that starts with "service", "sync" or "files", so that the default run and
+    /// `--filter query` never start a server.
     func selects(_ name: String, needsServer: Bool = false) -> Bool {
         guard let filter else { return !needsServer }
         return filter.split(separator: ",").contains { part in
-            name.contains(part) && (!needsServer || part.hasPrefix("service") || part.hasPrefix("sync"))
+            name.contains(part)
+                && (!needsServer || part.hasPrefix("service") || part.hasPrefix("sync") || part.hasPrefix("files"))
         }
     }
 
@@ -100,6 +101,10 @@ enum CLI {
         (10000: under a minute on the memory backend, which slows as it fills: 100000 would take
         tens of minutes on a busy 2-core machine). sync-first syncs them into an empty store,
         sync-incremental pulls n/100 changed by another client, sync-push pushes n/10 local edits.
+        The files-* benchmarks (issue #35) run only with --filter files (or one of their names), on
+        the same server, next to Debian's curl (they say so if it is missing): 100 MB up and down
+        in one file and in 1,000 files, 4 transfers at once; n is bytes, and they run once,
+        whatever --sizes says.
         The store-* benchmarks (issue #31) share one blog per size, built once, in a ModelStore and
         in SQLite through GRDB; the issue's numbers are at a million posts:
           --filter store --sizes 1M

@@ -35,6 +35,8 @@ func runBenchmarks(_ options: Options) async throws {
     for n in options.sizes {
         let data = BlogData(posts: n)
         for benchmark in selected {
+            if benchmark.fixedN != nil, n != options.sizes.first { continue }
+            let n = benchmark.fixedN ?? n
             // The service benchmarks take seconds per run: 3 unless --runs says otherwise.
             session.runs = benchmark.needsServer ? (options.runs ?? 3) : options.runs(for: n)
             session.label = "\(benchmark.name) n=\(n)"

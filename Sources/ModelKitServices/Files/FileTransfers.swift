@@ -144,7 +144,8 @@ extension KintoService {
     public func uploading(_ files: [ServiceFile], maximumConcurrentTransfers: Int = defaultConcurrentTransfers)
         -> AsyncThrowingStream<FileTransferUpdate, any Error>
     {
-        stream(files, width: maximumConcurrentTransfers) { service, index, report throws(ServiceError) in
+        stream(files, width: maximumConcurrentTransfers) { _ in
+        } transfer: { service, index, report throws(ServiceError) in
             try await service.upload(files[index], report: report)
         }
     }
@@ -167,11 +168,14 @@ extension KintoService {
     /// - Returns: The updates; the sequence ends after the last file, or throws the first
     ///   failure (a ``ServiceError``, as ``download(_:to:progress:)`` throws), which cancels
     ///   the rest.
-    /// - Complexity: O(*n*) in the files' lengths, plus a request or two per file.
+    /// - Complexity: O(*n*) in the files' lengths, plus a request per file and one per 100 files
+    ///   whose location the service does not know yet.
     public func downloading(
         _ files: [(file: ServiceFile, destination: URL)], maximumConcurrentTransfers: Int = defaultConcurrentTransfers
     ) -> AsyncThrowingStream<FileTransferUpdate, any Error> {
-        stream(files.map(\.file), width: maximumConcurrentTransfers) { service, index, report throws(ServiceError) in
+        stream(files.map(\.file), width: maximumConcurrentTransfers) { service throws(ServiceError) in
+            try await service.learnLocations(of: files.map(\.file))
+        } transfer: { service, index, report throws(ServiceError) in
             try await service.download(files[index].file, to: files[index].destination, report: report)
         }
     }
@@ -213,6 +217,7 @@ extension KintoService {
     ) async throws(ServiceError) {
         let batch = FileBatch(files: files.map(\.file), onUpdate: Self.updating(progress))
         Self.start(progress, batch)
+        try await learnLocations(of: batch.files)
         try await batch.run(width: maximumConcurrentTransfers) { index, report throws(ServiceError) in
             try await self.download(files[index].file, to: files[index].destination, report: report)
         }
@@ -235,14 +240,17 @@ extension KintoService {
         }
     }
 
+    /// The updates of a batch that runs `prepare` (once) and then `transfer` for each file.
     private func stream(
         _ files: [ServiceFile], width: Int,
-        _ transfer: @escaping @Sendable (KintoService, Int, @escaping ByteReport) async throws(ServiceError) -> Void
+        prepare: @escaping @Sendable (KintoService) async throws(ServiceError) -> Void,
+        transfer: @escaping @Sendable (KintoService, Int, @escaping ByteReport) async throws(ServiceError) -> Void
     ) -> AsyncThrowingStream<FileTransferUpdate, any Error> {
         let (stream, continuation) = AsyncThrowingStream<FileTransferUpdate, any Error>.makeStream()
         let batch = FileBatch(files: files) { continuation.yield($0) }
         let task = Task {
             do throws(ServiceError) {
+                try await prepare(self)
                 try await batch.run(width: width) { index, report throws(ServiceError) in
                     try await transfer(self, index, report)
                 }

@@ -69,6 +69,12 @@ static inline void modelkit_prefetch_for_reading(const void *address) {
 /// `state` (FIPS 180-4). Why C: ModelKitServices hashes every file it uploads and downloads, and
 /// the tests run a debug build, where the same loop in Swift (bounds checks, calls not inlined)
 /// hashes a few megabytes a second; the padding and buffering stay in Swift (Files/SHA256.swift).
+///
+/// On x86-64 processors with the SHA extensions it uses them (about seven times as fast); the
+/// portable loop, ``modelkit_sha256_blocks_portable``, runs elsewhere.
 void modelkit_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks);
+
+/// ``modelkit_sha256_blocks`` without the processor's SHA extensions (the tests compare the two).
+void modelkit_sha256_blocks_portable(uint32_t state[8], const uint8_t *data, size_t blocks);
 
 #endif
