@@ -161,9 +161,13 @@ static int sha256_has_extensions(void) {
 
 void modelkit_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks) {
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
-    // Asked once; a race between two first callers asks twice and gets the same answer.
-    static int extensions = -1;
-    if (extensions < 0) extensions = sha256_has_extensions();
+    // Asked once; two first callers at once both ask, and store the same answer.
+    static int cached = -1;
+    int extensions = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (extensions < 0) {
+        extensions = sha256_has_extensions();
+        __atomic_store_n(&cached, extensions, __ATOMIC_RELAXED);
+    }
     if (extensions) {
         sha256_blocks_extensions(state, data, blocks);
         return;

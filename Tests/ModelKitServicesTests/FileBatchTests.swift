@@ -43,7 +43,9 @@ struct FileBatchTests {
             #expect(!service.isPending(file))
         }
         #expect(updates.allSatisfy { $0.batchTotalBytes == total && $0.totalFiles == files.count })
+        // In the order their counts were taken: the batch's counts only grow.
         #expect(zip(updates, updates.dropFirst()).allSatisfy { $0.finishedFiles <= $1.finishedFiles })
+        #expect(zip(updates, updates.dropFirst()).allSatisfy { $0.batchCompletedBytes <= $1.batchCompletedBytes })
         let last = try #require(updates.last)
         #expect(last.batchCompletedBytes == total && last.finishedFiles == files.count && last.batchFractionCompleted == 1)
 
@@ -128,5 +130,19 @@ struct FileBatchTests {
         try await proxy.release("upload")
         #expect(try await proxy.count("POST /v1/buckets") == 1, "no other upload started")
         #expect(files.allSatisfy { service.isPending($0) })
+    }
+
+    @Test("A file listed twice is uploaded once, and a file already uploaded still starts and finishes in the updates")
+    func duplicatesAndDoneFiles() async throws {
+        let service = try await FilesTests.service()
+        let folder = try FilesTests.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let files = try Self.pendingFiles([10_000], service: service, folder: folder).map(\.0)
+        let done = try await service.upload(Data("done".utf8), name: "done.txt")
+        var updates: [FileTransferUpdate] = []
+        for try await update in service.uploading([files[0], done, files[0]]) { updates.append(update) }
+        #expect(updates.last?.totalFiles == 2 && updates.last?.finishedFiles == 2)
+        #expect(updates.filter { $0.file == done }.map(\.isFinished) == [false, true])
+        #expect(!service.isPending(files[0]))
     }
 }

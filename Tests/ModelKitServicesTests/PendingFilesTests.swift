@@ -181,12 +181,23 @@ struct PendingFilesTests {
         let pending = try service.makeFile(Data("gone".utf8), name: "gone.txt")
         try await service.delete(pending)
         #expect(!service.isPending(pending) && device.pendingNames.isEmpty)
-        // A partial copy left by a crash is cleared when a service first lists the folder.
-        try Data("half".utf8).write(to: service.pendingFilesFolder.appendingPathComponent(".crashed"))
-        let relaunched = KintoService(url: service.baseURL, bucket: service.bucket)
+        // A partial copy left by a crash an hour ago is cleared when a service lists the folder;
+        // a young one may be another service's copy in progress, and stays.
+        let crashed = service.pendingFilesFolder.appendingPathComponent(".crashed")
+        let young = service.pendingFilesFolder.appendingPathComponent(".young")
+        try Data("half".utf8).write(to: crashed)
+        try Data("half".utf8).write(to: young)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: crashed.path)
+        let server = try await KintoServer.shared.value
+        let relaunched = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
         relaunched.pendingFilesFolder = service.pendingFilesFolder
-        #expect(!relaunched.isPending(pending))
-        #expect(device.pendingNames.isEmpty)
+        let newer = try relaunched.makeFile(Data("new".utf8), name: "new.txt")
+        let sixth = Document.instance(objectId: "d6", in: device.context)
+        sixth.file = newer
+        // A save lists the folder for the files its records name.
+        try await relaunched.save(sixth)
+        #expect(!relaunched.isPending(pending) && !relaunched.isPending(newer))
+        #expect(device.pendingNames == [".young"])
     }
 
     @Test("A device that reaches the server by another name downloads a file another device uploaded")
@@ -201,5 +212,28 @@ struct PendingFilesTests {
         let location = try await byName.location(of: file)
         #expect(location.host == "localhost")
         #expect(try await Self.downloaded(file, by: byName) == Data("by name".utf8))
+    }
+
+    @Test("A delete that cannot reach the server keeps the pending copy; a service sharing the folder sees files made by another")
+    func deleteOfflineAndSharedFolder() async throws {
+        let service = try await FilesTests.service()
+        let device = try Device(service: service)
+        defer { try? FileManager.default.removeItem(at: device.folder) }
+        // A port nothing listens on: the delete fails, and the copy stays.
+        let offline = KintoService(
+            url: URL(string: "http://127.0.0.1:9/v1")!, bucket: service.bucket, retry: RetryPolicy(maximumAttempts: 1))
+        offline.pendingFilesFolder = service.pendingFilesFolder
+        let kept = try offline.makeFile(Data("kept".utf8), name: "kept.txt")
+        await #expect(throws: ServiceError.self) { try await offline.delete(kept) }
+        #expect(offline.isPending(kept) && service.isPending(kept))
+
+        // The service saw the folder before the file was made, and still uploads it with the record.
+        let document = Document.instance(objectId: "d5", in: device.context)
+        document.file = kept
+        try await service.save(document)
+        #expect(!offline.isPending(kept) && device.pendingNames.isEmpty)
+        let server = try await KintoServer.shared.value
+        let reader = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        #expect(try await Self.downloaded(kept, by: reader) == Data("kept".utf8))
     }
 }

@@ -60,7 +60,8 @@ final class FileBatch: Sendable {
 
     init(files: [ServiceFile], onUpdate: @escaping @Sendable (FileTransferUpdate) -> Void) {
         self.files = files
-        batchTotal = files.reduce(0) { $0 + $1.size }
+        // Saturating: sizes come from records, which a server could make as large as it likes.
+        batchTotal = files.reduce(0) { total, file in total > Int64.max - file.size ? Int64.max : total + file.size }
         state = Mutex(State(completed: Array(repeating: 0, count: files.count), told: Array(repeating: -1, count: files.count)))
         self.onUpdate = onUpdate
     }
@@ -68,22 +69,26 @@ final class FileBatch: Sendable {
     /// Notes that file `index` is at `completed` bytes (or finished), and tells an update when
     /// it moved by a hundredth of its size (at least 64 KiB) since the last, or finished: so a
     /// batch tells at most about a hundred updates per file, however small its pieces.
+    ///
+    /// Updates go out under the lock, so that they arrive in the order their counts were taken
+    /// (a stream's `yield` does not wait). A file whose transfer starts again (a retry) keeps
+    /// the count it had reached: counts only grow.
     func note(_ index: Int, completed: Int64, finished: Bool = false) {
-        let update: FileTransferUpdate? = state.withLock { state in
+        state.withLock { state in
             let size = files[index].size
-            let completed = min(max(completed, 0), size)
+            let completed = max(min(max(completed, 0), size), state.completed[index])
             state.batchCompleted += completed - state.completed[index]
             state.completed[index] = completed
             if finished { state.finished += 1 }
             let step = max(size / 100, 64 << 10)
-            guard finished || state.told[index] < 0 || completed - state.told[index] >= step else { return nil }
+            guard finished || state.told[index] < 0 || completed - state.told[index] >= step else { return }
             state.told[index] = completed
-            return FileTransferUpdate(
-                file: files[index], index: index, completedBytes: completed, isFinished: finished,
-                batchCompletedBytes: state.batchCompleted, batchTotalBytes: batchTotal, finishedFiles: state.finished,
-                totalFiles: files.count)
+            onUpdate(
+                FileTransferUpdate(
+                    file: files[index], index: index, completedBytes: completed, isFinished: finished,
+                    batchCompletedBytes: state.batchCompleted, batchTotalBytes: batchTotal,
+                    finishedFiles: state.finished, totalFiles: files.count))
         }
-        if let update { onUpdate(update) }
     }
 
     /// Runs `transfer` for each file, at most `width` at once, in order of index; the first
@@ -100,6 +105,7 @@ final class FileBatch: Sendable {
                     let index = next
                     next += 1
                     group.addTask {
+                        self.note(index, completed: 0)
                         try await transfer(index) { completed, _ in self.note(index, completed: completed) }
                         self.note(index, completed: self.files[index].size, finished: true)
                     }
@@ -123,7 +129,7 @@ extension KintoService {
 
     /// Uploads `files` that wait for their upload (see ``makeFile(contentsOf:name:contentType:)``;
     /// the others are done at once), several at a time, and tells each file's progress and the
-    /// batch's as it goes.
+    /// batch's as it goes. A file listed twice is uploaded once (and counted once).
     ///
     /// ```swift
     /// let files = try photos.map { try service.makeFile(contentsOf: $0, contentType: "image/jpeg") }
@@ -144,7 +150,8 @@ extension KintoService {
     public func uploading(_ files: [ServiceFile], maximumConcurrentTransfers: Int = defaultConcurrentTransfers)
         -> AsyncThrowingStream<FileTransferUpdate, any Error>
     {
-        stream(files, width: maximumConcurrentTransfers) { _ in
+        let files = Self.once(files)
+        return stream(files, width: maximumConcurrentTransfers) { _ in
         } transfer: { service, index, report throws(ServiceError) in
             try await service.upload(files[index], report: report)
         }
@@ -174,7 +181,9 @@ extension KintoService {
         _ files: [(file: ServiceFile, destination: URL)], maximumConcurrentTransfers: Int = defaultConcurrentTransfers
     ) -> AsyncThrowingStream<FileTransferUpdate, any Error> {
         stream(files.map(\.file), width: maximumConcurrentTransfers) { service throws(ServiceError) in
-            try await service.learnLocations(of: files.map(\.file))
+            // Best effort: a user who may read the files' records but not list them, say, still
+            // downloads them, each asking alone.
+            try? await service.learnLocations(of: files.map(\.file))
         } transfer: { service, index, report throws(ServiceError) in
             try await service.download(files[index].file, to: files[index].destination, report: report)
         }
@@ -194,6 +203,7 @@ extension KintoService {
     public func upload(
         _ files: [ServiceFile], maximumConcurrentTransfers: Int = defaultConcurrentTransfers, progress: Progress? = nil
     ) async throws(ServiceError) {
+        let files = Self.once(files)
         let batch = FileBatch(files: files, onUpdate: Self.updating(progress))
         Self.start(progress, batch)
         try await batch.run(width: maximumConcurrentTransfers) { index, report throws(ServiceError) in
@@ -217,10 +227,17 @@ extension KintoService {
     ) async throws(ServiceError) {
         let batch = FileBatch(files: files.map(\.file), onUpdate: Self.updating(progress))
         Self.start(progress, batch)
-        try await learnLocations(of: batch.files)
+        try? await learnLocations(of: batch.files)
         try await batch.run(width: maximumConcurrentTransfers) { index, report throws(ServiceError) in
             try await self.download(files[index].file, to: files[index].destination, report: report)
         }
+    }
+
+    /// `files` with each id once, in order: two uploads of one pending file at once would each
+    /// remove the copy the other reads.
+    private static func once(_ files: [ServiceFile]) -> [ServiceFile] {
+        var seen = Set<String>()
+        return files.filter { seen.insert($0.id).inserted }
     }
 
     private static func start(_ progress: Progress?, _ batch: FileBatch) {

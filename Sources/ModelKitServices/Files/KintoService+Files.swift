@@ -325,11 +325,13 @@ extension KintoService {
         guard RecordCodec.isValidId(file.id) else {
             throw ServiceError(.invalidModel(expected: "a file id of letters, digits, '_' and '-'", found: "'\(file.id)'"))
         }
-        pendingFiles.remove(file.id)
         let response = try await send("DELETE", path: recordPath(record), body: nil)
         guard response.status == 200 || response.status == 404 else {
             throw Self.failure(status: response.status, body: response.body, headers: response.headers).about(record)
         }
+        // Only now: a delete that fails leaves a pending file pending, so that a record still
+        // naming it never goes out without it.
+        pendingFiles.remove(file.id)
         fileLocations.withLock { $0[file.id] = nil }
     }
 

@@ -101,7 +101,7 @@ extension KintoService: PendingFileUploads {
 
     /// Whether `file` was made on this device and waits for its upload.
     ///
-    /// - Complexity: O(1) (the folder is listed once per service).
+    /// - Complexity: O(1): one look at the folder.
     public func isPending(_ file: ServiceFile) -> Bool {
         pendingFiles.contains(file.id)
     }

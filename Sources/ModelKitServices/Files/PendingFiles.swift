@@ -1,17 +1,19 @@
 import Foundation
 import ModelKit
-import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Files made on this device and not uploaded yet: their bytes wait in a folder of the service's,
 // one file per id, until a save or a sync writes a record that names them (or the app uploads
 // them). The folder is the whole state: what is in it survives a relaunch, and a file leaves it
-// only once the server holds its bytes. Only ids in this folder are ever uploaded from it, so a
+// only once the server holds its bytes (several services, even in several processes, may share
+// it: nothing about it is kept in memory). Only ids in this folder are ever uploaded from it, so a
 // record from the server that names a file cannot make this device send anything else.
 
 final class PendingFiles: Sendable {
     let folder: URL
-    /// The ids in the folder, listed on first use (nil until then).
-    private let ids = Mutex<Set<String>?>(nil)
 
     init(folder: URL) {
         self.folder = folder
@@ -20,28 +22,39 @@ final class PendingFiles: Sendable {
     /// Where the bytes of the pending file `id` are.
     func url(of id: String) -> URL { folder.appendingPathComponent(id) }
 
-    /// The ids waiting, listed from the folder the first time.
+    /// How old a partial copy must be before a listing removes it: one that young may be another
+    /// service's copy in progress (two services, or two processes, can share a folder).
+    static let abandonedAge: TimeInterval = 3600
+
+    /// The ids waiting, read from the folder each time (never from a copy in memory, which
+    /// another service sharing the folder would not update). Partial copies that a crash left
+    /// are removed.
     ///
-    /// - Complexity: O(1), but O(*n*) in the folder's files on first use.
+    /// - Complexity: O(*n*) in the folder's files (none when the folder does not exist).
     var waiting: Set<String> {
-        ids.withLock { ids in
-            if let ids { return ids }
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-            // Partial copies start with a dot; a crash may have left some (removed here).
-            var listed = Set<String>()
-            for name in names {
-                if name.hasPrefix(".") {
-                    try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
-                } else if RecordCodec.isValidId(name) {
-                    listed.insert(name)
+        let fileManager = FileManager.default
+        guard let names = try? fileManager.contentsOfDirectory(atPath: folder.path) else { return [] }
+        var listed = Set<String>()
+        for name in names {
+            if name.hasPrefix(".") {
+                let partial = folder.appendingPathComponent(name)
+                let modified = (try? fileManager.attributesOfItem(atPath: partial.path))?[.modificationDate] as? Date
+                if let modified, -modified.timeIntervalSinceNow > Self.abandonedAge {
+                    try? fileManager.removeItem(at: partial)
                 }
+            } else if RecordCodec.isValidId(name) {
+                listed.insert(name)
             }
-            ids = listed
-            return listed
         }
+        return listed
     }
 
-    func contains(_ id: String) -> Bool { waiting.contains(id) }
+    /// Whether the file `id` waits here.
+    ///
+    /// - Complexity: O(1): one `stat`.
+    func contains(_ id: String) -> Bool {
+        RecordCodec.isValidId(id) && FileManager.default.fileExists(atPath: url(of: id).path)
+    }
 
     /// Puts the bytes of `source` (a copy, or `data`) in the folder under a new id; returns the
     /// file they make, with their length and hash.
@@ -95,16 +108,22 @@ final class PendingFiles: Sendable {
             try? fileManager.removeItem(at: partial)
             throw ServiceError(.fileFailed(expected: "a pending file that can be written", found: "'\(folder.path)': \(reason)"))
         }
-        _ = waiting
-        ids.withLock { _ = $0?.insert(id) }
+        Self.synchronizeFolder(folder)
         return ServiceFile(id: id, name: name, contentType: contentType, size: size, sha256: hash.hexDigest())
     }
 
     /// Forgets the pending file `id` and removes its bytes (it was uploaded, or deleted).
     func remove(_ id: String) {
-        _ = waiting
-        ids.withLock { _ = $0?.remove(id) }
         try? FileManager.default.removeItem(at: url(of: id))
+    }
+
+    /// Flushes the folder's entries to disk, so that a file renamed into it is still there
+    /// after a power cut (the store that names it may be saved next).
+    static func synchronizeFolder(_ folder: URL) {
+        let descriptor = open(folder.path, O_RDONLY)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
     }
 
     /// The pending files named in `writes` (their `File` objects, found wherever they are in the

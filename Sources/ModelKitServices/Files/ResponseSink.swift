@@ -109,6 +109,7 @@ final class ResponseSink: Sendable {
         do {
             while let chunk = try input.read(upToCount: KintoService.fileChunk), !chunk.isEmpty {
                 guard write(chunk) else {
+                    if let failure { throw ServiceError(.fileFailed(expected: "a file that can be written", found: failure)) }
                     throw ServiceError(
                         .fileFailed(expected: "at most \(limit) bytes", found: "more in '\(source.path)'"))
                 }
