@@ -200,7 +200,9 @@ struct SHA256Tests {
                 == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
-    @Test("The processor's SHA extensions, where it has them, and the portable loop give the same state from random states and blocks")
+    @Test(
+        "The processor's SHA extensions, where it has them, and the portable loop give the same state from random states and blocks"
+    )
     func extensionsMatchPortableLoop() {
         var random = SplitMix64(seed: 36)
         for blocks in [1, 2, 3, 7, 64, 1000] {
@@ -507,10 +509,14 @@ struct ServiceFileValueTests {
     func badForms() {
         for (json, expected) in [
             (#"{"__type":"File","id":"f","name":"a","contentType":"t/p","size":3,"sha256":"xyz"}"#, "64 hexadecimal digits"),
-            (#"{"__type":"File","id":"f","name":"a","contentType":"t/p","size":-1,"sha256":"\#(String(repeating: "0", count: 64))"}"#,
-             "a length of 0 or more"),
-            (#"{"__type":"Date","id":"f","name":"a","contentType":"t/p","size":1,"sha256":"\#(String(repeating: "0", count: 64))"}"#,
-             "Expected \"File\""),
+            (
+                #"{"__type":"File","id":"f","name":"a","contentType":"t/p","size":-1,"sha256":"\#(String(repeating: "0", count: 64))"}"#,
+                "a length of 0 or more"
+            ),
+            (
+                #"{"__type":"Date","id":"f","name":"a","contentType":"t/p","size":1,"sha256":"\#(String(repeating: "0", count: 64))"}"#,
+                "Expected \"File\""
+            ),
         ] {
             #expect(throws: DecodingError.self) { try JSONDecoder().decode(ServiceFile.self, from: Data(json.utf8)) }
             do {
