@@ -45,10 +45,12 @@ final class Node: ModelObject<Node.Properties> {
     var lifetime: LifetimeToken?
 }
 
-/// A model with a custom name.
+/// A model with a custom name. Not "Writer": the service tests' `Writer` registers that name,
+/// and the sanitizer's run puts both targets' suites in one process, where the registry is
+/// shared (whichever registered first, the other failed).
 final class RenamedAuthor: ModelObject<RenamedAuthor.Properties> {
     struct Properties: ModelProperties, Equatable { var name = "" }
-    override class var modelName: String { "Writer" }
+    override class var modelName: String { "Scribe" }
 }
 
 /// A model that never joins a context by itself.

@@ -117,7 +117,7 @@ final class LiveLabelled: ModelObject<LiveLabelled.Properties> {
             for (index, author) in authors.enumerated() { author.name = "a\(index)" }
         }
         authors[0].name = "again"
-        #expect(names == ["Writer", "Writer", "Writer", "Writer"])
+        #expect(names == ["Scribe", "Scribe", "Scribe", "Scribe"])
         token.cancel()
     }
 }

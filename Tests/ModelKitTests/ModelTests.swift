@@ -69,12 +69,12 @@ import Testing
     @Test("The model name defaults to the type name and can be overridden")
     func modelNames() throws {
         #expect(Author.modelName == "Author")
-        #expect(RenamedAuthor.modelName == "Writer")
+        #expect(RenamedAuthor.modelName == "Scribe")
         try inFreshContext { _ in
             let writer = RenamedAuthor.instance()
             writer.name = "Ann"
             let value = try writer.serialize()
-            #expect(value["model"] == "Writer")
+            #expect(value["model"] == "Scribe")
             let copy = try RenamedAuthor.instance(from: value, in: ModelContext())
             #expect(copy.name == "Ann")
         }
