@@ -54,13 +54,7 @@ extension KintoService {
         contentsOf url: URL, name: String? = nil, contentType: String = "application/octet-stream",
         progress: Progress? = nil
     ) async throws(ServiceError) -> ServiceFile {
-        let name = name ?? url.lastPathComponent
-        try Self.checkFileName(name)
-        try Self.checkContentType(contentType)
-        var random = RandomUUIDs()
-        let id = random.makeString().lowercased()
-        return try await send(
-            .file(url), id: id, name: name, contentType: contentType, expected: nil, report: Self.report(to: progress))
+        try await uploadNow(.file(url), name: name ?? url.lastPathComponent, contentType: contentType, progress: progress)
     }
 
     /// Uploads `data` now as a file named `name`: ``upload(contentsOf:name:contentType:progress:)``
@@ -76,18 +70,69 @@ extension KintoService {
     public func upload(
         _ data: Data, name: String, contentType: String = "application/octet-stream", progress: Progress? = nil
     ) async throws(ServiceError) -> ServiceFile {
+        try await uploadNow(.data(data), name: name, contentType: contentType, progress: progress)
+    }
+
+    /// The two uploads above: checks the name and type, and sends `source` under a new id.
+    private func uploadNow(_ source: UploadSource, name: String, contentType: String, progress: Progress?)
+        async throws(ServiceError) -> ServiceFile
+    {
         try Self.checkFileName(name)
         try Self.checkContentType(contentType)
         var random = RandomUUIDs()
         let id = random.makeString().lowercased()
         return try await send(
-            .data(data), id: id, name: name, contentType: contentType, expected: nil, report: Self.report(to: progress))
+            source, id: id, name: name, contentType: contentType, expected: nil, report: Self.report(to: progress))
     }
 
-    /// Where the bytes of an upload's body come from.
+    /// Where the bytes of an upload's body (or of a pending copy) come from.
     enum UploadSource {
         case file(URL)
         case data(Data)
+
+        /// Hands `body` the bytes, a mebibyte at a time from a file, the data whole.
+        ///
+        /// - Throws: ``ServiceError/Code/fileFailed`` when the file cannot be opened or read, and
+        ///   what `body` throws.
+        func forEachPiece(_ body: (Data) throws(ServiceError) -> Void) throws(ServiceError) {
+            switch self {
+            case .data(let data):
+                try body(data)
+            case .file(let url):
+                let input: FileHandle
+                do {
+                    input = try FileHandle(forReadingFrom: url)
+                } catch {
+                    throw ServiceError(.fileFailed(expected: "a file to read", found: "'\(url.path)': \(error)"))
+                }
+                defer { try? input.close() }
+                while true {
+                    let chunk: Data?
+                    do {
+                        chunk = try input.read(upToCount: KintoService.fileChunk)
+                    } catch {
+                        throw ServiceError(.fileFailed(expected: "a file that can be read", found: "'\(url.path)': \(error)"))
+                    }
+                    guard let chunk, !chunk.isEmpty else { return }
+                    try body(chunk)
+                }
+            }
+        }
+
+        /// Writes the bytes to `output`, hashing them into `hash`; returns how many there were.
+        func write(to output: FileHandle, hashing hash: inout SHA256) throws(ServiceError) -> Int64 {
+            var size: Int64 = 0
+            try forEachPiece { piece throws(ServiceError) in
+                hash.update(piece)
+                size += Int64(piece.count)
+                do {
+                    try output.write(contentsOf: piece)
+                } catch {
+                    throw ServiceError(.fileFailed(expected: "a file that can be written", found: "\(error)"))
+                }
+            }
+            return size
+        }
     }
 
     /// Told how many of a file's bytes have gone (or come) so far, and of how many.
@@ -374,40 +419,18 @@ extension KintoService {
         let head =
             "--\(boundary)\r\nContent-Disposition: form-data; name=\"attachment\"; filename=\"\(name)\"\r\n"
             + "Content-Type: \(contentType)\r\n\r\n"
-        var hash = SHA256()
-        var size: Int64 = 0
-        do {
-            try output.write(contentsOf: Data(head.utf8))
-            switch source {
-            case .data(let data):
-                hash.update(data)
-                size = Int64(data.count)
-                try output.write(contentsOf: data)
-            case .file(let url):
-                let input: FileHandle
-                do {
-                    input = try FileHandle(forReadingFrom: url)
-                } catch {
-                    throw ServiceError(.fileFailed(expected: "a file to upload", found: "'\(url.path)': \(error)"))
-                }
-                defer { try? input.close() }
-                do {
-                    while let chunk = try input.read(upToCount: fileChunk), !chunk.isEmpty {
-                        hash.update(chunk)
-                        size += Int64(chunk.count)
-                        try output.write(contentsOf: chunk)
-                    }
-                } catch {
-                    throw ServiceError(
-                        .fileFailed(expected: "a file to upload that can be read", found: "'\(url.path)': \(error)"))
-                }
+        func put(_ text: String) throws(ServiceError) {
+            do {
+                try output.write(contentsOf: Data(text.utf8))
+            } catch {
+                throw ServiceError(
+                    .fileFailed(expected: "a temporary file that can be written", found: "'\(body.path)': \(error)"))
             }
-            try output.write(contentsOf: Data("\r\n--\(boundary)--\r\n".utf8))
-        } catch let error as ServiceError {
-            throw error
-        } catch {
-            throw ServiceError(.fileFailed(expected: "a temporary file that can be written", found: "'\(body.path)': \(error)"))
         }
+        var hash = SHA256()
+        try put(head)
+        let size = try source.write(to: output, hashing: &hash)
+        try put("\r\n--\(boundary)--\r\n")
         return (size, hash.hexDigest(), Int64(head.utf8.count))
     }
 

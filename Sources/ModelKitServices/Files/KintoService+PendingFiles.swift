@@ -79,7 +79,7 @@ extension KintoService: PendingFileUploads {
         let name = name ?? url.lastPathComponent
         try Self.checkFileName(name)
         try Self.checkContentType(contentType)
-        return try pendingFiles.add(source: url, data: nil, name: name, contentType: contentType)
+        return try pendingFiles.add(.file(url), name: name, contentType: contentType)
     }
 
     /// A file of `data`, made at once and without the server:
@@ -96,7 +96,7 @@ extension KintoService: PendingFileUploads {
     {
         try Self.checkFileName(name)
         try Self.checkContentType(contentType)
-        return try pendingFiles.add(source: nil, data: data, name: name, contentType: contentType)
+        return try pendingFiles.add(.data(data), name: name, contentType: contentType)
     }
 
     /// Whether `file` was made on this device and waits for its upload.

@@ -56,9 +56,9 @@ final class PendingFiles: Sendable {
         RecordCodec.isValidId(id) && FileManager.default.fileExists(atPath: url(of: id).path)
     }
 
-    /// Puts the bytes of `source` (a copy, or `data`) in the folder under a new id; returns the
-    /// file they make, with their length and hash.
-    func add(source: URL?, data: Data?, name: String, contentType: String) throws(ServiceError) -> ServiceFile {
+    /// Puts a copy of the bytes of `source` in the folder under a new id; returns the file they
+    /// make, with their length and hash.
+    func add(_ source: KintoService.UploadSource, name: String, contentType: String) throws(ServiceError) -> ServiceFile {
         var random = RandomUUIDs()
         let id = random.makeString().lowercased()
         let partial = folder.appendingPathComponent(".\(id)")
@@ -74,32 +74,18 @@ final class PendingFiles: Sendable {
             throw ServiceError(.fileFailed(expected: "a pending file that can be written", found: "'\(partial.path)'"))
         }
         var hash = SHA256()
-        var size: Int64 = 0
-        do {
+        let size: Int64
+        do throws(ServiceError) {
             defer { try? output.close() }
-            if let data {
-                hash.update(data)
-                size = Int64(data.count)
-                try output.write(contentsOf: data)
-            } else if let source {
-                let input: FileHandle
-                do {
-                    input = try FileHandle(forReadingFrom: source)
-                } catch {
-                    throw ServiceError(.fileFailed(expected: "a file to read", found: "'\(source.path)': \(error)"))
-                }
-                defer { try? input.close() }
-                while let chunk = try input.read(upToCount: KintoService.fileChunk), !chunk.isEmpty {
-                    hash.update(chunk)
-                    size += Int64(chunk.count)
-                    try output.write(contentsOf: chunk)
-                }
+            size = try source.write(to: output, hashing: &hash)
+            do {
+                try output.synchronize()
+            } catch {
+                throw ServiceError(.fileFailed(expected: "a pending file that can be written", found: "\(error)"))
             }
-            try output.synchronize()
         } catch {
             try? fileManager.removeItem(at: partial)
-            if let error = error as? ServiceError { throw error }
-            throw ServiceError(.fileFailed(expected: "a file that can be copied", found: "\(error)"))
+            throw error
         }
         // Under its id only once whole: a crash before leaves a partial copy, never a pending
         // file with part of its bytes.

@@ -99,25 +99,11 @@ final class ResponseSink: Sendable {
     /// body.
     func copy(from source: URL) throws(ServiceError) {
         try start()
-        let input: FileHandle
-        do {
-            input = try FileHandle(forReadingFrom: source)
-        } catch {
-            throw ServiceError(.fileFailed(expected: "a pending file to read", found: "'\(source.path)': \(error)"))
-        }
-        defer { try? input.close() }
-        do {
-            while let chunk = try input.read(upToCount: KintoService.fileChunk), !chunk.isEmpty {
-                guard write(chunk) else {
-                    if let failure { throw ServiceError(.fileFailed(expected: "a file that can be written", found: failure)) }
-                    throw ServiceError(
-                        .fileFailed(expected: "at most \(limit) bytes", found: "more in '\(source.path)'"))
-                }
+        try KintoService.UploadSource.file(source).forEachPiece { piece throws(ServiceError) in
+            guard write(piece) else {
+                if let failure { throw ServiceError(.fileFailed(expected: "a file that can be written", found: failure)) }
+                throw ServiceError(.fileFailed(expected: "at most \(limit) bytes", found: "more in '\(source.path)'"))
             }
-        } catch let error as ServiceError {
-            throw error
-        } catch {
-            throw ServiceError(.fileFailed(expected: "a pending file to read", found: "'\(source.path)': \(error)"))
         }
     }
 
