@@ -44,6 +44,47 @@ struct OrderedModelsTests {
         }
     }
 
+    @Test(
+        "Removing every model a random set names, among random insertions, keeps the rest in an array's order and returns the removed ones with their old positions",
+        arguments: [4, 5] as [UInt64])
+    func removeAllMatchesAnArray(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var models = OrderedModels((0..<3_000).map(Item.init))
+        var reference = models.elements
+        var next = 3_000
+        for round in 0..<200 {
+            // A few insertions, so that chunks are uneven, then one removal of a random share:
+            // none, a few, most or all of the models.
+            for _ in 0..<Int.random(in: 0..<40, using: &random) {
+                let position = Int.random(in: 0...reference.count, using: &random)
+                let item = Item(next)
+                models.insert(item, at: position)
+                reference.insert(item, at: position)
+                next += 1
+            }
+            let share = [0.0, 0.001, 0.05, 0.5, 0.95, 1.0][round % 6]
+            let doomed = Set(reference.filter { _ in random.chance(share) }.map(ObjectIdentifier.init))
+            let expected = reference.indices.filter { doomed.contains(ObjectIdentifier(reference[$0])) }
+            let removed = models.removeAll { doomed.contains($0) }
+            #expect(removed.map(\.index) == expected, "round \(round)")
+            #expect(zip(removed, expected).allSatisfy { $0.model === reference[$1] }, "round \(round)")
+            reference.removeAll { doomed.contains(ObjectIdentifier($0)) }
+            #expect(models.count == reference.count)
+            #expect(models.elements.map(ObjectIdentifier.init) == reference.map(ObjectIdentifier.init), "round \(round)")
+            if !reference.isEmpty {
+                let position = Int.random(in: 0..<reference.count, using: &random)
+                #expect(models[position] === reference[position])
+            }
+            #expect(models.chunks.allSatisfy { !$0.isEmpty && $0.count <= OrderedModels<Item>.chunkCapacity })
+            #expect(models.chunks.allSatisfy { $0.capacity <= max(2 * $0.count + 8, 32) }, "round \(round)")
+            if reference.count < 100 {
+                models = OrderedModels((0..<3_000).map { Item(next + $0) })
+                next += 3_000
+                reference = models.elements
+            }
+        }
+    }
+
     private struct Stop: Error {}
 
     @Test("The first position at or after a value is the sorted array's, over many chunks, ties, both ends and no models")

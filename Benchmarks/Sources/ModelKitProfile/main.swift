@@ -13,14 +13,24 @@ import ModelKit
 //     valgrind --tool=callgrind --toggle-collect='*jsonData7options*' /tmp/profile jsonData 10000
 //     valgrind --tool=callgrind --toggle-collect='*ContextC4data6format*' /tmp/profile context-json 10000
 //
-// Prints the output's size, so that the two can be compared.
+//     valgrind --tool=callgrind --toggle-collect='*endBatch*' /tmp/profile live-batch 100000 20
+//     perf record -g .build/release/ModelKitProfile live-batch 100000 200
+//
+// Prints the output's size, so that the two can be compared; live-batch prints a batch's time.
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3, let posts = Int(arguments[2]), posts >= 10 else {
-    FileHandle.standardError.write(Data("usage: ModelKitProfile <jsonData|context-json|context-bplist> POSTS [REPEATS]\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "usage: ModelKitProfile <jsonData|context-json|context-bplist|live-batch> POSTS [REPEATS] [1|15 (live-batch's selectivity in %)]\n"
+                .utf8))
     exit(2)
 }
-let repeats = arguments.count > 3 ? Int(arguments[3]) ?? 1 : 1
+let repeats = max(1, arguments.count > 3 ? Int(arguments[3]) ?? 1 : 1)
+if arguments[1] == "live-batch" {
+    try profileLiveBatch(authors: posts, repeats: repeats, selectivity: arguments.count > 4 ? arguments[4] : nil)
+    exit(0)
+}
 try ModelRegistry.register(BenchAuthor.self, BenchPost.self, BenchBlog.self)
 let context = ModelContext()
 let blog = buildModelKitBlog(BlogData(posts: posts), in: context)

@@ -118,25 +118,6 @@ final class LiveOrder<M: Model> {
         return positions.map { probes[$0] }
     }
 
-    /// The first position in `models[range]` (in order) at or after `probe`.
-    ///
-    /// - Complexity: O(log n) comparisons.
-    func position(of probe: Probe, in models: [M], from start: Int) throws -> Int {
-        evaluator.forget()
-        var low = start
-        var high = models.count
-        while low < high {
-            let middle = (low + high) / 2
-            let entry = models[middle]
-            if try compareReported(probe, entry) != .orderedDescending {
-                high = middle
-            } else {
-                low = middle + 1
-            }
-        }
-        return low
-    }
-
     /// ``compare(_:_:)`` with `entry` read by its reported values. Most entries are in no open
     /// batch: for them the generic swap of values is skipped (it showed in a batch's searches).
     private func compareReported(_ probe: Probe, _ entry: M) throws -> ComparisonResult {

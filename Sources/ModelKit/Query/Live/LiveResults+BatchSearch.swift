@@ -14,50 +14,24 @@ extension LiveResults {
     /// - Complexity: O(k log n) comparisons for k changed models among n results, and per
     ///   model taken out or put in, moving at most a chunk of pointers and recounting the
     ///   chunks' starts (O(n / 512)).
-    func replaceBySearch(_ changed: [ObjectIdentifier: (model: M, placed: LiveBatch<M>.Placed)]) throws(QueryError)
-        -> Bool
-    {
+    func replaceBySearch(_ batch: LiveBatch) throws(QueryError) -> Bool {
+        let models = collectedModels(of: batch)
         var placedBy: [(model: M, values: M.Properties)] = []
-        placedBy.reserveCapacity(changed.count)
-        for entry in changed.values {
-            guard !entry.model.isInOpenBatch else { return false }
-            switch entry.placed {
+        placedBy.reserveCapacity(models.count)
+        for (model, placed) in zip(models, batch.placed) {
+            guard !model.isInOpenBatch else { return false }
+            switch placed {
             case .absent: break
             case .by(let values):
                 guard let values = values as? M.Properties else { return false }
-                placedBy.append((entry.model, values))
+                placedBy.append((model, values))
             }
         }
-        let oldWindow = window.offset == 0 && window.limit == nil ? nil : windowIdentifiers()
+        let oldWindow = windowBeforeBatch()
         let removed = try oldPositions(of: placedBy)
         // Out, last first, so that the positions before stay right.
         for entry in removed.reversed() { matches.remove(at: entry.index) }
-        var added: [(index: Int, id: ObjectIdentifier)] = []
-        do {
-            try query.guarded {
-                var accepted: [M] = []
-                for entry in changed.values where entry.model.storage.context === context {
-                    if try order.accepts(entry.model) { accepted.append(entry.model) }
-                }
-                // In, in order: each at or after the one before, so that the positions of
-                // those already in stay right.
-                for probe in try order.sorted(accepted.map { try order.probe($0) }) {
-                    let at = try order.position(of: probe, in: matches)
-                    matches.insert(probe.model, at: at)
-                    added.append((at, ObjectIdentifier(probe.model)))
-                }
-            }
-        } catch {
-            // Back as they were: the new ones out, last first, the old ones in, first first.
-            for entry in added.reversed() { matches.remove(at: entry.index) }
-            for entry in removed { matches.insert(entry.model, at: entry.index) }
-            throw error
-        }
-        if let oldWindow {
-            deliver(LiveChangeSet.between(oldWindow, windowIdentifiers(), modified: Set(changed.keys)))
-        } else {
-            deliver(Self.change(removed: removed.map { ($0.index, ObjectIdentifier($0.model)) }, added: added))
-        }
+        try putBack(models, removed: removed, oldWindow: oldWindow, batch: batch)
         return true
     }
 

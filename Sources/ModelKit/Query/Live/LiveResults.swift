@@ -40,7 +40,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     /// Advanced by every update; observed reads register on it.
     private var version = 0
     /// What the context's open batch changed, placed at its end (see LiveResults+Batch.swift).
-    var pending: LiveBatch<M>?
+    var pending: LiveBatch?
     /// How many batch ends placed their models by walking all the results, not by search (see
     /// LiveResults+Batch.swift): tests check which way a batch went.
     var walkedBatches = 0
