@@ -43,7 +43,12 @@ final class LiveLabelled: ModelObject<LiveLabelled.Properties> {
         "Batches of renames with ties, placed by search and by a walk, ascending and descending, equal a re-run",
         arguments: [(true, 0), (false, 0), (true, 8), (false, 8)])
     func renamedBatches(ascending: Bool, searchCostFactor: Int) throws {
-        let names = ["", "Ann", "ann", "Bob", "Åsa", "Zoë", "bob", "a longer name than fits in place"]
+        // Names whose kept keys (their first 8 bytes) differ, tie (a shared prefix, NULs at
+        // the end) or can't be made (not ASCII, or a combining mark as the ninth byte).
+        let names = [
+            "", "Ann", "ann", "Bob", "Åsa", "Zoë", "bob", "a longer name than fits in place", "a longer name, too",
+            "a longer", "a longerX", "abcdefgh\u{301}", "abcdefgh", "abcdefgi", "ab\u{0}", "ab",
+        ]
         let (context, all) = writers(120, names: names)
         let checked = try CheckedLiveResults(
             LiveWriter.query(in: context).where(\.age, .lessThan(100)).sorted(by: \.name, ascending: ascending),
@@ -103,6 +108,35 @@ final class LiveLabelled: ModelObject<LiveLabelled.Properties> {
         all[3].label = .init(text: "m", rank: 15)
         #expect(try query.results().map(ObjectIdentifier.init) == live.map(ObjectIdentifier.init))
         #expect(live.first === all[29] && live.last === all[0])
+    }
+
+    @Test("Two strings' kept keys, where both are made and differ, order the strings as < does")
+    func prefixKeysOrderAsStrings() {
+        // Pieces that make ties, shared prefixes, NULs, non-ASCII letters and combining marks
+        // (which join the character before them), at every length around 8 bytes.
+        let pieces = ["a", "b", "A", "z", "\u{0}", "-", "é", "e\u{301}", "\u{301}", "Å", "ab", "abcdefgh"]
+        var random = SplitMix64(seed: 8)
+        var texts = [""]
+        for _ in 0..<400 {
+            var text = ""
+            for _ in 0..<Int(random.next() % 7) { text += pieces[Int(random.next() % UInt64(pieces.count))] }
+            texts.append(text)
+        }
+        let noKey = OrderedModels<LiveWriter>.noKey
+        let keys = texts.map { LiveOrder<LiveWriter>.prefixKey($0) }
+        #expect(keys.contains(noKey) && keys.contains { $0 != noKey })
+        var decided = 0
+        for (a, keyA) in zip(texts, keys) where keyA != noKey {
+            #expect(a.utf8.prefix(9).allSatisfy { $0 < 0x80 }, "\(a.debugDescription) has a key")
+            for (b, keyB) in zip(texts, keys) where keyB != noKey && keyA != keyB {
+                #expect((keyA < keyB) == (a < b), "\(a.debugDescription) and \(b.debugDescription)")
+                decided += 1
+            }
+        }
+        #expect(decided > 10_000)
+        #expect(LiveOrder<LiveWriter>.prefixKey("") == 0)
+        #expect(LiveOrder<LiveWriter>.prefixKey("abcdefgh\u{301}") == noKey)
+        #expect(LiveOrder<LiveWriter>.prefixKey("abcdefghi") == LiveOrder<LiveWriter>.prefixKey("abcdefgh"))
     }
 
     @Test("A batch's update events carry an overridden model name, the same for every model")

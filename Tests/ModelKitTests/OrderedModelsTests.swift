@@ -23,8 +23,8 @@ struct OrderedModelsTests {
             let growing = (step / 5_000) % 2 == 0
             if reference.isEmpty || (growing ? random.chance(0.7) : random.chance(0.25)) {
                 let position = Int.random(in: 0...reference.count, using: &random)
-                let item = Item(step)
-                models.insert(item, at: position)
+                let item = Item(700 + step)
+                models.insert(item, key: UInt64(700 + step), at: position)
                 reference.insert(item, at: position)
             } else {
                 let position = Int.random(in: 0..<reference.count, using: &random)
@@ -34,6 +34,8 @@ struct OrderedModelsTests {
             guard step % 97 == 0 else { continue }
             #expect(models.count == reference.count)
             #expect(models.elements.map(ObjectIdentifier.init) == reference.map(ObjectIdentifier.init), "step \(step)")
+            // Each model keeps its key (its value; the first 700 have none) through splits and moves.
+            #expect(models.allKeys == reference.map { $0.value < 700 ? OrderedModels<Item>.noKey : UInt64($0.value) })
             if !reference.isEmpty {
                 let position = Int.random(in: 0..<reference.count, using: &random)
                 #expect(models[position] === reference[position])
@@ -49,7 +51,7 @@ struct OrderedModelsTests {
         arguments: [4, 5] as [UInt64])
     func removeAllMatchesAnArray(seed: UInt64) {
         var random = SplitMix64(seed: seed)
-        var models = OrderedModels((0..<3_000).map(Item.init))
+        var models = OrderedModels((0..<3_000).map(Item.init), keys: (0..<3_000).map(UInt64.init))
         var reference = models.elements
         var next = 3_000
         for round in 0..<200 {
@@ -58,7 +60,7 @@ struct OrderedModelsTests {
             for _ in 0..<Int.random(in: 0..<40, using: &random) {
                 let position = Int.random(in: 0...reference.count, using: &random)
                 let item = Item(next)
-                models.insert(item, at: position)
+                models.insert(item, key: UInt64(next), at: position)
                 reference.insert(item, at: position)
                 next += 1
             }
@@ -68,9 +70,11 @@ struct OrderedModelsTests {
             let removed = models.removeAll { doomed.contains($0) }
             #expect(removed.map(\.index) == expected, "round \(round)")
             #expect(zip(removed, expected).allSatisfy { $0.model === reference[$1] }, "round \(round)")
+            #expect(removed.allSatisfy { $0.key == UInt64($0.model.value) })
             reference.removeAll { doomed.contains(ObjectIdentifier($0)) }
             #expect(models.count == reference.count)
             #expect(models.elements.map(ObjectIdentifier.init) == reference.map(ObjectIdentifier.init), "round \(round)")
+            #expect(models.allKeys == reference.map { UInt64($0.value) }, "round \(round)")
             if !reference.isEmpty {
                 let position = Int.random(in: 0..<reference.count, using: &random)
                 #expect(models[position] === reference[position])
@@ -78,7 +82,7 @@ struct OrderedModelsTests {
             #expect(models.chunks.allSatisfy { !$0.isEmpty && $0.count <= OrderedModels<Item>.chunkCapacity })
             #expect(models.chunks.allSatisfy { $0.capacity <= max(2 * $0.count + 8, 32) }, "round \(round)")
             if reference.count < 100 {
-                models = OrderedModels((0..<3_000).map { Item(next + $0) })
+                models = OrderedModels((0..<3_000).map { Item(next + $0) }, keys: (0..<3_000).map { UInt64(next + $0) })
                 next += 3_000
                 reference = models.elements
             }
@@ -104,6 +108,24 @@ struct OrderedModelsTests {
             for probe in -1...(count / 4 + 3) {
                 let expected = reference.firstIndex { $0 >= probe } ?? reference.count
                 #expect(models.partitioningIndex { $0.value >= probe } == expected, "\(count) models, value \(probe)")
+            }
+        }
+        // Decided by keys where they tell, by the models elsewhere: the same positions.
+        for count in [0, 1, 300, 1_500] {
+            let values = (0..<count).map { _ in Int.random(in: 0..<(count / 4 + 2), using: &random) }.sorted()
+            // Every other model has a key (its value); the rest are read.
+            let keys = values.enumerated().map { $0.offset % 2 == 0 ? UInt64($0.element) : OrderedModels<Item>.noKey }
+            let models = OrderedModels(values.map(Item.init), keys: keys)
+            for probe in -1...(count / 4 + 3) {
+                var read = 0
+                let found = models.partitioningIndex(
+                    byKey: { $0 == OrderedModels<Item>.noKey ? nil : Int($0) >= probe },
+                    else: { item in
+                        read += 1
+                        return item.value >= probe
+                    })
+                #expect(found == (values.firstIndex { $0 >= probe } ?? values.count), "\(count) models, value \(probe)")
+                #expect(read <= 2 * (Int.bitWidth - count.leadingZeroBitCount) + 2)
             }
         }
         // An error of the predicate comes out, from the search of the chunks or of one chunk.

@@ -68,6 +68,9 @@ final class LiveOrder<M: Model> {
         self.query = query
     }
 
+    /// Whether the results keep keys for this order's searches (see ``key(of:)``).
+    var hasKeys: Bool { stringKey != nil }
+
     /// One model's place in the order, read once: its values for the sort keys (strings of
     /// string keys folded under their options); keys of other types compare the models.
     struct Probe {
@@ -96,14 +99,46 @@ final class LiveOrder<M: Model> {
         }
     }
 
-    /// The first position in `models` at or after `probe` in the order.
+    /// The first position in `models` at or after `probe` in the order. Where the probe's key
+    /// and an entry's differ, they decide, and the entry's model is not read.
     ///
     /// - Complexity: O(log n) comparisons.
     func position(of probe: Probe, in models: OrderedModels<M>) throws -> Int {
         evaluator.forget()
-        return try models.partitioningIndex { entry in
-            try compareReported(probe, entry) != .orderedDescending
+        let probeKey = key(of: probe)
+        let ascending = stringKey?.ascending ?? true
+        let noKey = OrderedModels<M>.noKey
+        return try models.partitioningIndex(
+            byKey: { entryKey in
+                guard probeKey != noKey, entryKey != noKey, probeKey != entryKey else { return nil }
+                return ascending ? probeKey < entryKey : probeKey > entryKey
+            },
+            else: { entry in try compareReported(probe, entry) != .orderedDescending })
+    }
+
+    /// The key the results keep `probe`'s model with (see OrderedModels): for an order by one
+    /// string key path, the string's first 8 bytes (see ``prefixKey(_:)``); else none.
+    func key(of probe: Probe) -> UInt64 {
+        guard stringKey != nil, case .string(let text) = probe.values[0] else { return OrderedModels<M>.noKey }
+        return Self.prefixKey(text)
+    }
+
+    /// The first 8 UTF-8 bytes of `text`, big-endian and padded with zeros, when its first 9
+    /// (or all, if fewer) are ASCII; else `OrderedModels.noKey`. Two such keys that differ
+    /// order their strings as `<` does: ASCII is its own normalized form, and no combining
+    /// mark follows the eighth character to join it. Equal keys say nothing (one string may
+    /// be the other followed by NULs, or they differ later).
+    static func prefixKey(_ text: String) -> UInt64 {
+        var key: UInt64 = 0
+        var count = 0
+        for byte in text.utf8 {
+            guard byte < 0x80 else { return OrderedModels<M>.noKey }
+            if count == 8 { return key }
+            key = key << 8 | UInt64(byte)
+            count += 1
         }
+        // A smart shift: by 64 (an empty string) it gives 0.
+        return key << (8 * (8 - count))
     }
 
     /// `probes` in the order: their values (read once, with the models' reported values) sorted

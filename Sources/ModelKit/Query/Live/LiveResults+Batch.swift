@@ -144,7 +144,7 @@ extension LiveResults {
     ///
     /// - Complexity: O(k log n) comparisons for k models among n results, and per model put in,
     ///   moving at most a chunk of pointers and recounting the chunks' starts (O(n / 512)).
-    func putBack(_ models: [M], removed: [(index: Int, model: M)], oldWindow: [ObjectIdentifier]?, batch: LiveBatch)
+    func putBack(_ models: [M], removed: [(index: Int, model: M, key: UInt64)], oldWindow: [ObjectIdentifier]?, batch: LiveBatch)
         throws(QueryError)
     {
         var added: [(index: Int, id: ObjectIdentifier)] = []
@@ -160,14 +160,14 @@ extension LiveResults {
                 // stay right.
                 for probe in try order.sorted(accepted.map { try order.probe($0) }) {
                     let at = try order.position(of: probe, in: matches)
-                    matches.insert(probe.model, at: at)
+                    matches.insert(probe.model, key: order.key(of: probe), at: at)
                     added.append((at, ObjectIdentifier(probe.model)))
                 }
             }
         } catch {
             // Back as they were: the new ones out, last first, the old ones in, first first.
             for entry in added.reversed() { matches.remove(at: entry.index) }
-            for entry in removed { matches.insert(entry.model, at: entry.index) }
+            for entry in removed { matches.insert(entry.model, key: entry.key, at: entry.index) }
             throw error
         }
         if let oldWindow {

@@ -41,7 +41,7 @@ extension LiveResults {
     ///
     /// - Complexity: O(k log n) comparisons for k models.
     private func oldPositions(of placedBy: [(model: M, values: M.Properties)]) throws(QueryError) -> [(
-        index: Int, model: M
+        index: Int, model: M, key: UInt64
     )] {
         var current: [M.Properties] = []
         current.reserveCapacity(placedBy.count)
@@ -61,6 +61,6 @@ extension LiveResults {
             }
         }
         found.sort { $0.index < $1.index }
-        return found.map { ($0.index, placedBy[$0.entry].model) }
+        return found.map { ($0.index, placedBy[$0.entry].model, matches.key(at: $0.index)) }
     }
 }

@@ -72,7 +72,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         // the batch's events will find them: each model by its values at the batch's start. So
         // the events need no re-run at its end. (Checking costs a look at each model's tracker.)
         let inBatch = context.isBatchingChanges || context.models(of: M.self).contains { $0.isInOpenBatch }
-        matches = OrderedModels(inBatch ? try Self.run(all, byReportedValues: order) : results)
+        matches = try Self.keyed(inBatch ? try Self.run(all, byReportedValues: order) : results, order: order)
         contextToken = ObservationToken(
             list: context.changeObservers,
             id: context.addChangeObserver(
@@ -253,8 +253,9 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
             guard kind != .removed, model.storage.context === self.context, try self.order.accepts(model) else {
                 return (from, nil)
             }
-            let to = try self.order.position(of: self.order.probe(model), in: self.matches)
-            self.matches.insert(model, at: to)
+            let probe = try self.order.probe(model)
+            let to = try self.order.position(of: probe, in: self.matches)
+            self.matches.insert(model, key: self.order.key(of: probe), at: to)
             return (from, to)
         }
     }
@@ -263,6 +264,17 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     private func position(of model: M) throws -> Int? {
         let found = try order.position(of: order.probe(model), in: matches)
         return found < matches.count && matches[found] === model ? found : nil
+    }
+
+    /// `sorted` (in `order`) with the keys their searches decide by (see OrderedModels): each
+    /// model's, read with its reported values, for an order that has them and whose results
+    /// are searched (not re-run).
+    ///
+    /// - Complexity: O(n) for n models.
+    private static func keyed(_ sorted: [M], order: LiveOrder<M>) throws(QueryError) -> OrderedModels<M> {
+        guard !order.readsOtherModels, order.hasKeys else { return OrderedModels(sorted) }
+        let keys = try order.query.guarded { try sorted.map { try order.key(of: order.probe($0)) } }
+        return OrderedModels(sorted, keys: keys)
     }
 
     /// Runs the query again and compares: for filters and orders that read other models.
@@ -371,8 +383,10 @@ extension Query {
     ///   models' pointers; with `limit` or `offset`, also O(w) for a window of w results. At the
     ///   end of a ``ModelContext/batchChanges(_:)`` that changed k > 1 models of the type,
     ///   O(k log n) once when k · 8 log n < n, else O(n + k log n) (and so when one of them is
-    ///   still in a `beginChanges()` batch of its own). A filter or order through references runs the query again on every
-    ///   change in the context (once per batch).
+    ///   still in a `beginChanges()` batch of its own). A filter or order through references
+    ///   runs the query again on every change in the context (once per batch). Memory: the
+    ///   matches' pointers, in chunks, and for an order by one `String` key path 8 bytes more
+    ///   a match (the string's first bytes, which the searches compare).
     public func live() throws(QueryError) -> LiveResults<M> {
         try LiveResults(self)
     }

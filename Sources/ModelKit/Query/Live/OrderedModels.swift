@@ -3,11 +3,22 @@
 // pointers (and updates one start per chunk), instead of every model after it as one flat array
 // would. A context that loads or clears 100,000 matching models reports each one; with a flat
 // array that was quadratic.
+//
+// Beside each model it keeps a key, 8 bytes its owner derives from the values that placed the
+// model (a live query ordered by a string: the string's first bytes, see `LiveOrder.key`). A
+// search decides by the keys where they differ and reads a model only where they don't: a model
+// read is a cache miss or more at thousands of results, scattered over the heap, and most of a
+// search's time went to them (in a `perf record -g` of live-edit and live-batch).
 
-/// Models in order, in chunks; the position of a model is found by binary search.
+/// Models in order, in chunks, each with its key; the position of a model is found by binary
+/// search.
 struct OrderedModels<Element: AnyObject> {
+    /// The key of a model that has none: its order is read from the model.
+    static var noKey: UInt64 { .max }
     /// The models, in order, a chunk at a time; no chunk is empty.
     private(set) var chunks: [[Element]] = []
+    /// The models' keys, chunk for chunk and model for model.
+    private(set) var keys: [[UInt64]] = []
     /// The position of each chunk's first model in the whole sequence.
     private var starts: [Int] = []
     /// How many models there are.
@@ -18,12 +29,15 @@ struct OrderedModels<Element: AnyObject> {
 
     init() {}
 
-    /// `sorted`, already in order.
-    init(_ sorted: [Element]) {
+    /// `sorted`, already in order, with their `keys` (none, if `nil`).
+    init(_ sorted: [Element], keys sortedKeys: [UInt64]? = nil) {
+        precondition(sortedKeys == nil || sortedKeys?.count == sorted.count, "a key for each model")
         let size = Self.chunkCapacity / 2
         for start in stride(from: 0, to: sorted.count, by: size) {
+            let end = min(start + size, sorted.count)
             starts.append(start)
-            chunks.append(Array(sorted[start..<min(start + size, sorted.count)]))
+            chunks.append(Array(sorted[start..<end]))
+            keys.append(sortedKeys.map { Array($0[start..<end]) } ?? Array(repeating: Self.noKey, count: end - start))
         }
         count = sorted.count
     }
@@ -36,47 +50,70 @@ struct OrderedModels<Element: AnyObject> {
         return chunks[chunk][position - starts[chunk]]
     }
 
+    /// The key of the model at `position`.
+    ///
+    /// - Complexity: O(log c) for c chunks.
+    func key(at position: Int) -> UInt64 {
+        let chunk = chunk(containing: position)
+        return keys[chunk][position - starts[chunk]]
+    }
+
     /// All models, in order.
     var elements: [Element] { chunks.flatMap { $0 } }
+
+    /// All keys, in the models' order.
+    var allKeys: [UInt64] { keys.flatMap { $0 } }
 
     /// The first position whose model satisfies `isAtOrAfter`, which must be false for a prefix
     /// of the models and true for the rest; `count` when no model satisfies it.
     ///
     /// - Complexity: O(log n) calls of `isAtOrAfter`.
     func partitioningIndex(where isAtOrAfter: (Element) throws -> Bool) rethrows -> Int {
+        try partitioningIndex(byKey: { _ in nil }, else: isAtOrAfter)
+    }
+
+    /// The first position at or after which models satisfy the predicate that `byKey` decides
+    /// from a model's key where it can (`nil` where it can't), and `isAtOrAfter` from the model
+    /// itself otherwise. It must be false for a prefix of the models and true for the rest.
+    ///
+    /// - Complexity: O(log n) calls of `byKey`, and of `isAtOrAfter` where `byKey` can't tell.
+    func partitioningIndex(byKey: (UInt64) -> Bool?, else isAtOrAfter: (Element) throws -> Bool) rethrows -> Int {
         // Read through buffer pointers: this code is not specialized for the model type, and
         // `chunks[middle][…]` retained the chunk's array and the model for every step (most
         // of a batch's search time went to retains and releases, in a `perf record -g` of
-        // live-batch-few).
+        // live-batch-few). A model is loaded only when its key can't tell.
         try chunks.withUnsafeBufferPointer { chunks in
-            // The first chunk whose last model is at or after, then the first model in it.
-            var low = 0
-            var high = chunks.count
-            while low < high {
-                let middle = (low + high) / 2
-                let atOrAfter = try chunks[middle].withUnsafeBufferPointer { try isAtOrAfter($0[$0.count - 1]) }
-                if atOrAfter { high = middle } else { low = middle + 1 }
-            }
-            guard low < chunks.count else { return count }
-            let first = try chunks[low].withUnsafeBufferPointer { models in
+            try keys.withUnsafeBufferPointer { keys in
+                func test(_ chunk: Int, _ offset: Int) throws -> Bool {
+                    if let decided = keys[chunk].withUnsafeBufferPointer({ byKey($0[offset]) }) { return decided }
+                    return try chunks[chunk].withUnsafeBufferPointer { try isAtOrAfter($0[offset]) }
+                }
+                // The first chunk whose last model is at or after, then the first model in it.
+                var low = 0
+                var high = chunks.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if try test(middle, chunks[middle].count - 1) { high = middle } else { low = middle + 1 }
+                }
+                guard low < chunks.count else { return count }
                 var first = 0
-                var last = models.count
+                var last = chunks[low].count
                 while first < last {
                     let middle = (first + last) / 2
-                    if try isAtOrAfter(models[middle]) { last = middle } else { first = middle + 1 }
+                    if try test(low, middle) { last = middle } else { first = middle + 1 }
                 }
-                return first
+                return starts[low] + first
             }
-            return starts[low] + first
         }
     }
 
-    /// Inserts `element` at `position` (0...count).
+    /// Inserts `element`, with its `key`, at `position` (0...count).
     ///
     /// - Complexity: O(log c + chunkCapacity + c) for c chunks.
-    mutating func insert(_ element: Element, at position: Int) {
+    mutating func insert(_ element: Element, key: UInt64 = noKey, at position: Int) {
         guard !chunks.isEmpty else {
             chunks = [[element]]
+            keys = [[key]]
             starts = [0]
             count = 1
             return
@@ -90,10 +127,15 @@ struct OrderedModels<Element: AnyObject> {
             let tail = Array(chunks[chunk][half...])
             chunks[chunk] = head
             chunks.insert(tail, at: chunk + 1)
+            let headKeys = Array(keys[chunk][..<half])
+            let tailKeys = Array(keys[chunk][half...])
+            keys[chunk] = headKeys
+            keys.insert(tailKeys, at: chunk + 1)
             starts.insert(starts[chunk] + half, at: chunk + 1)
             if position - starts[chunk] > half { chunk += 1 }
         }
         chunks[chunk].insert(element, at: position - starts[chunk])
+        keys[chunk].insert(key, at: position - starts[chunk])
         count += 1
         recountStarts(from: chunk)
     }
@@ -105,9 +147,11 @@ struct OrderedModels<Element: AnyObject> {
     mutating func remove(at position: Int) -> Element {
         let chunk = chunk(containing: position)
         let element = chunks[chunk].remove(at: position - starts[chunk])
+        keys[chunk].remove(at: position - starts[chunk])
         count -= 1
         if chunks[chunk].isEmpty {
             chunks.remove(at: chunk)
+            keys.remove(at: chunk)
             starts.remove(at: chunk)
         } else {
             fitIfHalfSpare(chunk)
@@ -117,7 +161,7 @@ struct OrderedModels<Element: AnyObject> {
     }
 
     /// Removes the models whose identifiers satisfy `shouldRemove`, the others keeping their
-    /// order, and returns the removed ones with their positions before, ascending.
+    /// order, and returns the removed ones with their positions before and keys, ascending.
     ///
     /// No model is touched but those removed: the identifiers are read from the chunks' storage
     /// as the references' bits, and the kept models are moved within their chunks, not copied.
@@ -126,8 +170,8 @@ struct OrderedModels<Element: AnyObject> {
     ///
     /// - Complexity: O(n) calls of `shouldRemove`, and moving at most the models of the chunks
     ///   that lose one.
-    mutating func removeAll(where shouldRemove: (ObjectIdentifier) -> Bool) -> [(index: Int, model: Element)] {
-        var removed: [(index: Int, model: Element)] = []
+    mutating func removeAll(where shouldRemove: (ObjectIdentifier) -> Bool) -> [(index: Int, model: Element, key: UInt64)] {
+        var removed: [(index: Int, model: Element, key: UInt64)] = []
         var offsets: [Int] = []
         var chunk = 0
         while chunk < chunks.count {
@@ -146,26 +190,14 @@ struct OrderedModels<Element: AnyObject> {
                 continue
             }
             let start = starts[chunk]
-            for offset in offsets { removed.append((start + offset, chunks[chunk][offset])) }
-            // The kept ones forward by swaps (moves, no retains), the removed ones then last.
-            let kept = chunks[chunk].withUnsafeMutableBufferPointer { models in
-                var write = 0
-                var next = 0
-                for read in models.indices {
-                    if next < offsets.count && offsets[next] == read {
-                        next += 1
-                        continue
-                    }
-                    if write != read { models.swapAt(write, read) }
-                    write += 1
-                }
-                return write
-            }
-            if kept == 0 {
+            for offset in offsets { removed.append((start + offset, chunks[chunk][offset], keys[chunk][offset])) }
+            if offsets.count == chunks[chunk].count {
                 chunks.remove(at: chunk)
+                keys.remove(at: chunk)
                 starts.remove(at: chunk)
             } else {
-                chunks[chunk].removeLast(chunks[chunk].count - kept)
+                Self.compact(&chunks[chunk], removing: offsets)
+                Self.compact(&keys[chunk], removing: offsets)
                 fitIfHalfSpare(chunk)
                 chunk += 1
             }
@@ -175,11 +207,30 @@ struct OrderedModels<Element: AnyObject> {
         if chunks.count > 1 && count < chunks.count * (Self.chunkCapacity / 8) {
             // Mostly spare chunks (a batch took most of their models out): fewer, fuller ones,
             // so that positions are found among fewer chunks and starts recounted over fewer.
-            self = OrderedModels(elements)
+            self = OrderedModels(elements, keys: allKeys)
         } else {
             recountStarts(from: 0)
         }
         return removed
+    }
+
+    /// Takes the elements at `offsets` (ascending) out of `array`: the kept ones forward by
+    /// swaps (moves, no retains), the removed ones then last, and dropped.
+    private static func compact<T>(_ array: inout [T], removing offsets: [Int]) {
+        let kept = array.withUnsafeMutableBufferPointer { elements in
+            var write = 0
+            var next = 0
+            for read in elements.indices {
+                if next < offsets.count && offsets[next] == read {
+                    next += 1
+                    continue
+                }
+                if write != read { elements.swapAt(write, read) }
+                write += 1
+            }
+            return write
+        }
+        array.removeLast(array.count - kept)
     }
 
     /// Removals don't give storage back: once half of a chunk's is spare, the chunk moves to
@@ -192,6 +243,10 @@ struct OrderedModels<Element: AnyObject> {
         fitted.reserveCapacity(models.count + models.count / 8)
         fitted.append(contentsOf: models)
         chunks[chunk] = fitted
+        var fittedKeys: [UInt64] = []
+        fittedKeys.reserveCapacity(models.count + models.count / 8)
+        fittedKeys.append(contentsOf: keys[chunk])
+        keys[chunk] = fittedKeys
     }
 
     /// The chunk that holds `position` (0..<count): the last chunk starting at or before it.
