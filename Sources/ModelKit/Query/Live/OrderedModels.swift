@@ -137,7 +137,7 @@ struct OrderedModels<Element: AnyObject> {
         chunks[chunk].insert(element, at: position - starts[chunk])
         keys[chunk].insert(key, at: position - starts[chunk])
         count += 1
-        recountStarts(from: chunk)
+        shiftStarts(from: chunk + 1, by: 1)
     }
 
     /// Removes and returns the model at `position`.
@@ -153,10 +153,11 @@ struct OrderedModels<Element: AnyObject> {
             chunks.remove(at: chunk)
             keys.remove(at: chunk)
             starts.remove(at: chunk)
+            shiftStarts(from: chunk, by: -1)
         } else {
             fitIfHalfSpare(chunk)
+            shiftStarts(from: chunk + 1, by: -1)
         }
-        recountStarts(from: chunk)
         return element
     }
 
@@ -259,6 +260,17 @@ struct OrderedModels<Element: AnyObject> {
             if starts[middle] <= position { low = middle } else { high = middle - 1 }
         }
         return low
+    }
+
+    /// Moves the starts of the chunks from `chunk` on by `delta`: after one model went into or
+    /// out of the chunk before them. A loop over integers, where a recount read every chunk's
+    /// count through the array of arrays (in code not specialized for the model type, a
+    /// quarter of a batch's insertions, in a `perf record -g` of ModelKitProfile live-batch).
+    private mutating func shiftStarts(from chunk: Int, by delta: Int) {
+        guard chunk < starts.count else { return }
+        starts.withUnsafeMutableBufferPointer { starts in
+            for index in chunk..<starts.count { starts[index] &+= delta }
+        }
     }
 
     private mutating func recountStarts(from chunk: Int) {
