@@ -28,9 +28,22 @@ import Testing
         }
     }
 
-    /// Whether the live results are the query's results run from scratch, in order.
+    /// Whether the live results are the query's results run from scratch, in order, and keep
+    /// each model with the key of the values that placed it (see ``keysAgree(_:)``).
     func equalsRerun() throws -> Bool {
-        try query.results().map(ObjectIdentifier.init) == live.map(ObjectIdentifier.init)
+        try query.results().map(ObjectIdentifier.init) == live.map(ObjectIdentifier.init) && Self.keysAgree(live)
+    }
+
+    /// Whether every model in `live`'s storage has the key its reported values give (for an
+    /// order by one string key path; none otherwise, and none for results that are re-run): a
+    /// stale key would misplace a model only later, when a search compares it.
+    static func keysAgree<M: Model>(_ live: LiveResults<M>) throws -> Bool {
+        let models = live.matches.elements
+        let expected =
+            !live.readsOtherModels && live.order.hasKeys
+            ? try models.map { live.order.key(of: try live.order.probe($0)) }
+            : models.map { _ in OrderedModels<M>.noKey }
+        return live.matches.allKeys == expected
     }
 
     var ages: [Int] { live.map(\.age) }

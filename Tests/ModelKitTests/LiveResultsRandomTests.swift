@@ -189,13 +189,14 @@ final class LiveBook: ModelObject<LiveBook.Properties> {
                     : live.map(ObjectIdentifier.init) == expected.map(ObjectIdentifier.init)
                 let shownAgrees = query.shown.map(ObjectIdentifier.init) == live.map(ObjectIdentifier.init)
                 let counted = query.live.totalCount == (try query.query.count())
-                guard agrees, shownAgrees, counted, query.live.lastError == nil else {
+                let keyed = try CheckedLiveResults.keysAgree(query.live)
+                guard agrees, shownAgrees, counted, keyed, query.live.lastError == nil else {
                     // One failure says enough: the states after it differ anyway.
                     Issue.record(
                         """
                         seed \(seed) step \(step) (roll \(roll)), query \(number): live \(live.map { "\($0.name)/\($0.age)" }), \
                         from scratch \(expected.map { "\($0.name)/\($0.age)" }), shown agrees: \(shownAgrees), \
-                        count agrees: \(counted), error: \(String(describing: query.live.lastError))
+                        count agrees: \(counted), keys agree: \(keyed), error: \(String(describing: query.live.lastError))
                         """)
                     return
                 }

@@ -110,6 +110,58 @@ final class LiveLabelled: ModelObject<LiveLabelled.Properties> {
         #expect(live.first === all[29] && live.last === all[0])
     }
 
+    @Test(
+        "A live query made inside a batch keeps each model by the name it had at the batch's start, and later renames around it find it",
+        arguments: [true, false])
+    func madeInsideABatch(ascending: Bool) throws {
+        let names = ["gus the elder", "gus the younger", "ann", "Zoë", "bob", "abcdefgh"]
+        let (context, all) = writers(30, names: names)
+        let query = LiveWriter.query(in: context).sorted(by: \.name, ascending: ascending)
+        var made: CheckedLiveResults?
+        context.batchChanges {
+            all[3].name = "zzz"
+            all[4].name = "gus the eldest"
+            made = try? CheckedLiveResults(query)
+            all[5].name = "a"
+        }
+        let checked = try #require(made)
+        #expect(try checked.equalsRerun())
+        var random = SplitMix64(seed: 5)
+        for round in 0..<40 {
+            // Neighbours of the models renamed in the batch, renamed one at a time.
+            let writer = all[[2, 3, 4, 5, 6, 9, 10][round % 7]]
+            writer.name = names[Int(random.next() % UInt64(names.count))] + (round % 3 == 0 ? "" : " \(round)")
+            #expect(try checked.equalsRerun(), "round \(round)")
+        }
+    }
+
+    @Test(
+        "A model still in a batch of its own when a context batch ends keeps its place and key until its own batch ends, both ways",
+        arguments: [true, false])
+    func ownBatchOpenAtTheEnd(ascending: Bool) throws {
+        let names = ["gus the elder", "gus the younger", "ann", "bob", "Åsa"]
+        let (context, all) = writers(20, names: names)
+        let checked = try CheckedLiveResults(
+            LiveWriter.query(in: context).sorted(by: \.name, ascending: ascending), searchCostFactor: 0)
+        context.batchChanges {
+            all[0].name = "gus the eldest"
+            all[1].beginChanges()
+            all[1].name = "aaa"
+            try? all[1].endChanges()  // reported: w1 is one of the batch's models
+            all[1].beginChanges()
+            all[1].name = "abc"  // not reported: its own batch is still open at the context's end
+            all[2].name = "zzz"
+        }
+        // w1 is held by its name at its own batch's start ("aaa"), with that name's key.
+        #expect(checked.live.contains { $0 === all[1] })
+        #expect(try CheckedLiveResults.keysAgree(checked.live))
+        #expect(checked.live.walkedBatches == 1)
+        all[3].name = "gus the elder 2"
+        #expect(try CheckedLiveResults.keysAgree(checked.live))
+        try all[1].endChanges()
+        #expect(try checked.equalsRerun())
+    }
+
     @Test("Two strings' kept keys, where both are made and differ, order the strings as < does")
     func prefixKeysOrderAsStrings() {
         // Pieces that make ties, shared prefixes, NULs, non-ASCII letters and combining marks

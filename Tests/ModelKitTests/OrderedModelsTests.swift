@@ -39,6 +39,8 @@ struct OrderedModelsTests {
             if !reference.isEmpty {
                 let position = Int.random(in: 0..<reference.count, using: &random)
                 #expect(models[position] === reference[position])
+                let value = reference[position].value
+                #expect(models.key(at: position) == (value < 700 ? OrderedModels<Item>.noKey : UInt64(value)))
             }
             #expect(models.chunks.allSatisfy { !$0.isEmpty && $0.count <= OrderedModels<Item>.chunkCapacity })
             // No chunk keeps more than twice what it holds (and a little for malloc's rounding).

@@ -143,7 +143,7 @@ extension LiveResults {
     /// On an error the results are as they were before the batch's models were taken out.
     ///
     /// - Complexity: O(k log n) comparisons for k models among n results, and per model put in,
-    ///   moving at most a chunk of pointers and recounting the chunks' starts (O(n / 512)).
+    ///   moving at most a chunk of pointers and shifting the later chunks' starts (O(n / 512)).
     func putBack(_ models: [M], removed: [(index: Int, model: M, key: UInt64)], oldWindow: [ObjectIdentifier]?, batch: LiveBatch)
         throws(QueryError)
     {

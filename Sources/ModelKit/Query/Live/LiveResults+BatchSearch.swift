@@ -12,7 +12,7 @@ extension LiveResults {
     /// On an error the results are as they were.
     ///
     /// - Complexity: O(k log n) comparisons for k changed models among n results, and per
-    ///   model taken out or put in, moving at most a chunk of pointers and recounting the
+    ///   model taken out or put in, moving at most a chunk of pointers and shifting the later
     ///   chunks' starts (O(n / 512)).
     func replaceBySearch(_ batch: LiveBatch) throws(QueryError) -> Bool {
         let models = collectedModels(of: batch)

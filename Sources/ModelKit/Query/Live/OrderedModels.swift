@@ -180,6 +180,7 @@ struct OrderedModels<Element: AnyObject> {
             chunks[chunk].withUnsafeBufferPointer { models in
                 // A class reference is its object's address, which is what ObjectIdentifier
                 // holds; loading it as a word from raw memory retains nothing.
+                precondition(MemoryLayout<Element>.stride == MemoryLayout<UInt>.stride, "a reference is one word")
                 let bytes = UnsafeRawBufferPointer(models)
                 for offset in models.indices {
                     let word = bytes.load(fromByteOffset: offset &* MemoryLayout<UInt>.stride, as: UInt.self)
