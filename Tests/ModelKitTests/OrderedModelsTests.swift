@@ -91,6 +91,50 @@ struct OrderedModelsTests {
         }
     }
 
+    final class TrackedItem {
+        let token: LifetimeToken
+        init(_ tracker: LifetimeTracker) { token = tracker.token() }
+    }
+
+    @Test(
+        "Removing models releases exactly the removed ones once their caller lets go, and keeps the rest alive: the walk, insertions and removals move references without retaining them"
+    )
+    func removeAllKeepsReferenceCounts() {
+        let tracker = LifetimeTracker()
+        var random = SplitMix64(seed: 9)
+        do {
+            var models = OrderedModels((0..<2_000).map { _ in TrackedItem(tracker) })
+            for share in [0.01, 0.3, 0.9] {
+                var doomed = Set<ObjectIdentifier>()
+                for model in models.elements where random.chance(share) { doomed.insert(ObjectIdentifier(model)) }
+                let before = tracker.liveCount
+                do {
+                    let removed = models.removeAll { doomed.contains($0) }
+                    #expect(removed.count == doomed.count)
+                    #expect(tracker.liveCount == before)
+                }
+                // Only the removed list held them.
+                #expect(tracker.liveCount == before - doomed.count)
+                #expect(models.count == before - doomed.count)
+                #expect(models.elements.allSatisfy { !doomed.contains(ObjectIdentifier($0)) })
+            }
+            #expect(tracker.liveCount == models.count)
+            // Insertions and removals at positions move words too (splitting chunks on the way).
+            for step in 0..<3_000 {
+                if models.count == 0 || random.chance(0.6) {
+                    models.insert(TrackedItem(tracker), at: Int.random(in: 0...models.count, using: &random))
+                } else {
+                    let position = Int.random(in: 0..<models.count, using: &random)
+                    let expected = models[position]
+                    let removed = models.remove(at: position)
+                    #expect(removed === expected, "step \(step)")
+                }
+            }
+            #expect(tracker.liveCount == models.count)
+        }
+        #expect(tracker.liveCount == 0)
+    }
+
     private struct Stop: Error {}
 
     @Test("The first position at or after a value is the sorted array's, over many chunks, ties, both ends and no models")

@@ -64,7 +64,9 @@ public struct Query<M: Model> {
     public func sorted<Value: Comparable>(by keyPath: KeyPath<M.Properties, Value>, ascending: Bool = true) -> Self {
         var query = self
         let read = Self.reader(keyPath)
-        let field = MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: false) }
+        let field = MemoryLayout<M.Properties>.offset(of: keyPath).map {
+            (offset: $0, optional: false, isString: Value.self == String.self)
+        }
         query.sortKeys.append(
             .typed(ascending: ascending, field: field, read: Self.sortValueReader(keyPath)) { a, b in Self.order(read(a), read(b))
             })
@@ -78,7 +80,10 @@ public struct Query<M: Model> {
         let read = Self.reader(keyPath)
         query.sortKeys.append(
             .typed(
-                ascending: ascending, field: MemoryLayout<M.Properties>.offset(of: keyPath).map { (offset: $0, optional: true) },
+                ascending: ascending,
+                field: MemoryLayout<M.Properties>.offset(of: keyPath).map {
+                    (offset: $0, optional: true, isString: Value.self == String.self)
+                },
                 read: Self.sortValueReader(keyPath)
             ) { a, b in
                 switch (read(a), read(b)) {
@@ -186,11 +191,12 @@ public struct Query<M: Model> {
 
 /// One key of a query's order.
 enum SortKey<M: Model> {
-    /// By a key path: where the stored property lies (when it is one), so that the key can be
-    /// described by name; its value for sorting (see ``SortValue``); and the comparison of two
+    /// By a key path: where the stored property lies (when it is one) and whether it is a
+    /// `String`, so that the key can be described by name and read in place; its value for sorting (see ``SortValue``); and the comparison of two
     /// models, for a value `read` gives as `.model`.
     case typed(
-        ascending: Bool, field: (offset: Int, optional: Bool)?, read: (M) -> SortValue, (M, M) -> ComparisonResult)
+        ascending: Bool, field: (offset: Int, optional: Bool, isString: Bool)?, read: (M) -> SortValue,
+        (M, M) -> ComparisonResult)
     case keyed(path: [String], ascending: Bool, options: StringOptions)
     case distance(path: [String], center: GeoPoint)
 }

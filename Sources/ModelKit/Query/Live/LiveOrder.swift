@@ -47,20 +47,14 @@ final class LiveOrder<M: Model> {
     }()
     private lazy var sortOrder = SortOrder(query.sortKeys, evaluator: evaluator)
     /// For an order by one key path to a stored `String` (`sorted(by: \.name)`, the common list
-    /// order): where the string lies in the properties, and the direction. A search's entries
-    /// are then read in place and compared as strings, without the key's reader closures and
-    /// their generic thunks (a third of a batch end's time went to its comparisons, in a
+    /// order): where the string lies in the properties, and the direction. Probes and a search's
+    /// entries are then read in place and compared as strings, without the key's reader closures
+    /// and their generic thunks (a third of a batch end's time went to its comparisons, in a
     /// `perf record -g` of live-batch). `nil` for any other order.
     private lazy var stringKey: (offset: Int, ascending: Bool)? = {
-        guard query.sortKeys.count == 1, case .typed(let ascending, let field?, _, _) = query.sortKeys[0], !field.optional
+        guard query.sortKeys.count == 1, case .typed(let ascending, let field?, _, _) = query.sortKeys[0],
+            !field.optional, field.isString
         else { return nil }
-        // The layout found a non-optional `String` at exactly this offset; the key path's own
-        // value reads as `.string` too (checked per probe), so its type is `String`, not a
-        // struct that starts with one.
-        let layout = PropertyLayout.of(M.self)
-        guard layout.fields.values.contains(where: { $0.offset == field.offset && $0.kind == .string && !$0.optional }) else {
-            return nil
-        }
         return (field.offset, ascending)
     }()
 
@@ -71,22 +65,32 @@ final class LiveOrder<M: Model> {
     /// Whether the results keep keys for this order's searches (see ``key(of:)``).
     var hasKeys: Bool { stringKey != nil }
 
-    /// One model's place in the order, read once: its values for the sort keys (strings of
-    /// string keys folded under their options); keys of other types compare the models.
+    /// One model's place in the order, read once: for an order by one `String` key path, the
+    /// string and its key (see ``key(of:)``); else its values for the sort keys (strings of
+    /// string keys folded under their options), and keys of other types compare the models.
     struct Probe {
         let model: M
         let id: ModelID
+        /// The string of an order by one `String` key path; else empty.
+        let text: String
+        /// The key the results keep the model with (see ``key(of:)``).
+        let key: UInt64
+        /// The sort values of any other order; else empty.
         let values: [SortValue]
     }
 
     /// Reads `model`'s sort values, with its reported values.
     func probe(_ model: M) throws -> Probe {
         try model.withReportedValues {
+            if let stringKey {
+                let text = model.storage.box.withValuesPointer { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
+                return Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
+            }
             evaluator.forget()
             var values: [SortValue] = []
             values.reserveCapacity(sortOrder.width)
             try sortOrder.append(model, to: &values)
-            return Probe(model: model, id: model.modelId, values: values)
+            return Probe(model: model, id: model.modelId, text: "", key: OrderedModels<M>.noKey, values: values)
         }
     }
 
@@ -118,10 +122,7 @@ final class LiveOrder<M: Model> {
 
     /// The key the results keep `probe`'s model with (see OrderedModels): for an order by one
     /// string key path, the string's first 8 bytes (see ``prefixKey(_:)``); else none.
-    func key(of probe: Probe) -> UInt64 {
-        guard stringKey != nil, case .string(let text) = probe.values[0] else { return OrderedModels<M>.noKey }
-        return Self.prefixKey(text)
-    }
+    func key(of probe: Probe) -> UInt64 { probe.key }
 
     /// The first 8 UTF-8 bytes of `text`, big-endian and padded with zeros, when its first 9
     /// (or all, if fewer) are ASCII; else `OrderedModels.noKey`. Two such keys that differ
@@ -146,10 +147,19 @@ final class LiveOrder<M: Model> {
     ///
     /// - Complexity: O(k log k) comparisons.
     func sorted(_ probes: [Probe]) throws -> [Probe] {
-        var values: [SortValue] = []
-        values.reserveCapacity(probes.count * sortOrder.width)
-        for probe in probes { values.append(contentsOf: probe.values) }
-        let positions = try sortOrder.sortedPositions(values, ids: probes.map(\.id), models: probes.map(\.model))
+        // Closures, not key paths: a key path into a generic type is made anew at every use
+        // (`_swift_getKeyPath`), which showed in a batch's sort.
+        let ids = probes.map { $0.id }
+        let positions: [Int]
+        if let stringKey {
+            positions = stringOrderPositions(
+                texts: probes.map { $0.text }, keys: probes.map { $0.key }, ids: ids, ascending: stringKey.ascending)
+        } else {
+            var values: [SortValue] = []
+            values.reserveCapacity(probes.count * sortOrder.width)
+            for probe in probes { values.append(contentsOf: probe.values) }
+            positions = try sortOrder.sortedPositions(values, ids: ids, models: probes.map { $0.model })
+        }
         return positions.map { probes[$0] }
     }
 
@@ -163,9 +173,9 @@ final class LiveOrder<M: Model> {
     /// The order of `probe`'s model and `entry`, by the sort keys, then by id. The entry's values
     /// are read as the comparison needs them (a search reads few entries, each once).
     private func compare(_ probe: Probe, _ entry: M) throws -> ComparisonResult {
-        if let key = stringKey, case .string(let text) = probe.values[0] {
+        if let key = stringKey {
             let result = entry.storage.box.withValuesPointer { base in
-                Self.order(text, base.load(fromByteOffset: key.offset, as: String.self))
+                Self.order(probe.text, base.load(fromByteOffset: key.offset, as: String.self))
             }
             if result != .orderedSame { return key.ascending ? result : Query<M>.flipped(result) }
             let id = entry.modelId
@@ -211,4 +221,22 @@ final class LiveOrder<M: Model> {
                 }
             }
     }
+}
+
+/// The positions of strings in the order of a query by one `String` key path, ties by id: their
+/// keys decide where they differ (see `LiveOrder.prefixKey`; `UInt64.max` is none), the strings
+/// where not. Not generic, so that the sort is specialized for its rows (sorting `Probe`s
+/// copied each through value witnesses, a tenth of a batch's end).
+///
+/// - Complexity: O(k log k) comparisons, most of them of two integers.
+private func stringOrderPositions(texts: [String], keys: [UInt64], ids: [ModelID], ascending: Bool) -> [Int] {
+    var rows = Array(texts.indices)
+    rows.sort { a, b in
+        let (keyA, keyB) = (keys[a], keys[b])
+        if keyA != keyB && keyA != .max && keyB != .max { return ascending ? keyA < keyB : keyA > keyB }
+        let (textA, textB) = (texts[a], texts[b])
+        if textA != textB { return ascending ? textA < textB : textA > textB }
+        return ids[a] < ids[b]
+    }
+    return rows
 }

@@ -37,8 +37,9 @@ final class LiveBatch {
         /// `Any` per event showed in a batch's time).
         case by(Any?)
     }
-    /// The slot in `models` and `placed` of each model the batch's events were about.
-    var slots: [ObjectIdentifier: Int] = [:]
+    /// The models the batch's events were about (of the results' type): the walk asks about
+    /// every result (see ``IdentitySet``).
+    var collected = IdentitySet()
     /// The models of the results' type that events were about, in the order of their first
     /// events.
     var models: [AnyObject] = []
@@ -49,7 +50,7 @@ final class LiveBatch {
     var events = 0
 
     /// The identifiers of the collected models.
-    var identifiers: Set<ObjectIdentifier> { Set(slots.keys) }
+    var identifiers: Set<ObjectIdentifier> { Set(models.lazy.map { ObjectIdentifier($0) }) }
 }
 
 extension LiveResults {
@@ -64,9 +65,7 @@ extension LiveResults {
             batch.only = nil
         }
         guard let model = model as? M else { return }
-        let id = ObjectIdentifier(model)
-        guard batch.slots[id] == nil else { return }
-        batch.slots[id] = batch.models.count
+        guard batch.collected.insert(ObjectIdentifier(model)) else { return }
         batch.models.append(model)
         // The first event of a model says where the results still hold it.
         switch event.kind {
@@ -126,7 +125,7 @@ extension LiveResults {
         // Out in place: the rest are moved, not copied (a copy retained and released every
         // result, each a cache miss at 15,000 results, in a `perf record -g` of live-batch).
         let oldWindow = windowBeforeBatch()
-        let removed = matches.removeAll { batch.slots[$0] != nil }
+        let removed = matches.removeAll { batch.collected.contains($0) }
         try putBack(collectedModels(of: batch), removed: removed, oldWindow: oldWindow, batch: batch)
     }
 

@@ -320,7 +320,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         try query.guarded {
             var probes: [LiveOrder<M>.Probe] = []
             for model in query.context.models(of: M.self) where try order.accepts(model) { probes.append(try order.probe(model)) }
-            return try order.sorted(probes).map(\.model)
+            return try order.sorted(probes).map { $0.model }
         }
     }
 }

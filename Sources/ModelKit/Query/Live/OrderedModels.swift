@@ -1,3 +1,5 @@
+import Foundation
+
 // The ordered storage of a live result set: a sorted sequence of models kept in chunks of at
 // most `chunkCapacity`, so that inserting or removing one model moves at most a chunk's worth of
 // pointers (and updates one start per chunk), instead of every model after it as one flat array
@@ -134,7 +136,7 @@ struct OrderedModels<Element: AnyObject> {
             starts.insert(starts[chunk] + half, at: chunk + 1)
             if position - starts[chunk] > half { chunk += 1 }
         }
-        chunks[chunk].insert(element, at: position - starts[chunk])
+        Self.insert(element, into: &chunks[chunk], at: position - starts[chunk])
         keys[chunk].insert(key, at: position - starts[chunk])
         count += 1
         shiftStarts(from: chunk + 1, by: 1)
@@ -146,7 +148,7 @@ struct OrderedModels<Element: AnyObject> {
     @discardableResult
     mutating func remove(at position: Int) -> Element {
         let chunk = chunk(containing: position)
-        let element = chunks[chunk].remove(at: position - starts[chunk])
+        let element = Self.remove(from: &chunks[chunk], at: position - starts[chunk])
         keys[chunk].remove(at: position - starts[chunk])
         count -= 1
         if chunks[chunk].isEmpty {
@@ -216,23 +218,80 @@ struct OrderedModels<Element: AnyObject> {
         return removed
     }
 
+    /// `array.insert(element, at: offset)`, as an append and a move of the later references'
+    /// words: in code not specialized for the model type, `Array.insert` went through generic
+    /// `replaceSubrange` and metadata look-ups (two thirds of an insertion, in a
+    /// `perf record -g` of live-batch). The words are moved, not copied: each reference stays
+    /// in the array exactly once.
+    ///
+    /// - Complexity: O(`array.count` - `offset`).
+    private static func insert(_ element: Element, into array: inout [Element], at offset: Int) {
+        precondition(offset >= 0 && offset <= array.count, "offset \(offset) out of 0...\(array.count)")
+        array.append(element)
+        array.withUnsafeMutableBufferPointer { elements in
+            let words = UnsafeMutableRawBufferPointer(elements)
+            let stride = MemoryLayout<UInt>.stride
+            let last = elements.count - 1
+            let new = words.load(fromByteOffset: last &* stride, as: UInt.self)
+            let base = words.baseAddress!
+            memmove(base + (offset + 1) &* stride, base + offset &* stride, (last - offset) &* stride)
+            words.storeBytes(of: new, toByteOffset: offset &* stride, as: UInt.self)
+        }
+    }
+
+    /// `array.remove(at: offset)`, as a move of the later references' words and a
+    /// `removeLast()` (see ``insert(_:into:at:)``).
+    ///
+    /// - Complexity: O(`array.count` - `offset`).
+    private static func remove(from array: inout [Element], at offset: Int) -> Element {
+        precondition(offset >= 0 && offset < array.count, "offset \(offset) out of 0..<\(array.count)")
+        array.withUnsafeMutableBufferPointer { elements in
+            let words = UnsafeMutableRawBufferPointer(elements)
+            let stride = MemoryLayout<UInt>.stride
+            let last = elements.count - 1
+            let removed = words.load(fromByteOffset: offset &* stride, as: UInt.self)
+            let base = words.baseAddress!
+            memmove(base + offset &* stride, base + (offset + 1) &* stride, (last - offset) &* stride)
+            words.storeBytes(of: removed, toByteOffset: last &* stride, as: UInt.self)
+        }
+        return array.removeLast()
+    }
+
     /// Takes the elements at `offsets` (ascending) out of `array`: the kept ones forward by
     /// swaps (moves, no retains), the removed ones then last, and dropped.
+    ///
+    /// The elements are models' references or keys, one word each, swapped as words: this runs
+    /// unspecialized for an app's models, where a generic `swapAt` went through value witnesses
+    /// per element (most of a batch's walk after the lookups, in a `perf record -g` of
+    /// live-batch). A swap keeps each reference exactly once in the array, so the retain counts
+    /// stay right; `removeLast` releases the removed ones.
     private static func compact<T>(_ array: inout [T], removing offsets: [Int]) {
+        precondition(MemoryLayout<T>.stride == MemoryLayout<UInt>.stride, "one word an element")
         let kept = array.withUnsafeMutableBufferPointer { elements in
-            var write = 0
-            var next = 0
-            for read in elements.indices {
-                if next < offsets.count && offsets[next] == read {
-                    next += 1
-                    continue
-                }
-                if write != read { elements.swapAt(write, read) }
-                write += 1
-            }
-            return write
+            compactWords(UnsafeMutableRawBufferPointer(elements), removing: offsets)
         }
         array.removeLast(array.count - kept)
+    }
+
+    /// ``compact(_:removing:)`` on the words of `words`; returns how many are kept.
+    private static func compactWords(_ words: UnsafeMutableRawBufferPointer, removing offsets: [Int]) -> Int {
+        let stride = MemoryLayout<UInt>.stride
+        var write = 0
+        var next = 0
+        for read in 0..<(words.count / stride) {
+            if next < offsets.count && offsets[next] == read {
+                next += 1
+                continue
+            }
+            if write != read {
+                let kept = words.load(fromByteOffset: read &* stride, as: UInt.self)
+                let removed = words.load(fromByteOffset: write &* stride, as: UInt.self)
+                words.storeBytes(of: kept, toByteOffset: write &* stride, as: UInt.self)
+                words.storeBytes(of: removed, toByteOffset: read &* stride, as: UInt.self)
+            }
+            write += 1
+        }
+        return write
     }
 
     /// Removals don't give storage back: once half of a chunk's is spare, the chunk moves to
