@@ -94,6 +94,23 @@ final class LiveOrder<M: Model> {
         }
     }
 
+    /// The first position in `models` at or after where `values` put `model`, as if they were
+    /// its reported values: an update's values before, to find where the results hold the
+    /// model.
+    ///
+    /// For an order by one `String` key path the string is read from `values`, and the model
+    /// is left alone: the search meets the model's own entry as equal to the probe (see
+    /// ``compareReported(_:_:)``). Any other order may compare models through their values
+    /// (keys of other types), so `values` are put into the model for the whole search.
+    ///
+    /// - Complexity: O(log n) comparisons.
+    func position(of model: M, placedBy values: M.Properties, in models: OrderedModels<M>) throws -> Int {
+        guard let stringKey else { return try model.withValues(values) { try position(of: probe(model), in: models) } }
+        let text = withUnsafeBytes(of: values) { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
+        let placed = Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
+        return try position(of: placed, in: models)
+    }
+
     /// Whether the query's filter accepts `model`, with its reported values.
     func accepts(_ model: M) throws -> Bool {
         guard let program else { return true }
@@ -165,7 +182,12 @@ final class LiveOrder<M: Model> {
 
     /// ``compare(_:_:)`` with `entry` read by its reported values. Most entries are in no open
     /// batch: for them the generic swap of values is skipped (it showed in a batch's searches).
+    ///
+    /// A model is where its probe is: the results hold each model once, and a probe made from
+    /// values the model no longer has (``position(of:placedBy:in:)``) finds the model's entry
+    /// that way, without putting those values back into it for the search.
     private func compareReported(_ probe: Probe, _ entry: M) throws -> ComparisonResult {
+        if entry === probe.model { return .orderedSame }
         guard entry.isInOpenBatch else { return try compare(probe, entry) }
         return try entry.withReportedValues { try compare(probe, entry) }
     }

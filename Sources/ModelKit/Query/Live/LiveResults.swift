@@ -244,11 +244,8 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     ) {
         try query.guarded {
             // Where it was: by its values before an update, else by its values now (an insertion
-            // or a removal leaves them alone). The search reads the model's own entry too, so its
-            // values before are put back for the whole search.
-            let from =
-                try before.map { values in try model.withValues(values) { try self.position(of: model) } }
-                ?? self.position(of: model)
+            // or a removal leaves them alone; see `LiveOrder.position(of:placedBy:in:)`).
+            let from = try self.position(of: model, placedBy: before)
             if let from { self.matches.remove(at: from) }
             guard kind != .removed, model.storage.context === self.context, try self.order.accepts(model) else {
                 return (from, nil)
@@ -260,9 +257,12 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
         }
     }
 
-    /// Where `model` is in the matches, by its values now; `nil` when it isn't there.
-    private func position(of model: M) throws -> Int? {
-        let found = try order.position(of: order.probe(model), in: matches)
+    /// Where `model` is in the matches, by `values` (its values before an update) or else by
+    /// its values now; `nil` when it isn't there.
+    private func position(of model: M, placedBy values: M.Properties?) throws -> Int? {
+        let found =
+            try values.map { try order.position(of: model, placedBy: $0, in: matches) }
+            ?? order.position(of: order.probe(model), in: matches)
         return found < matches.count && matches[found] === model ? found : nil
     }
 
