@@ -1,20 +1,13 @@
+import BlogFixture
 import Foundation
 import ModelKit
 
-// live-batch's ModelKit side alone (see LiveBenchmarks.swift in the suite): authors of the query
-// benchmarks' shape, a live query of 1% and of 15% of them sorted by name, and batches of 1,000
-// renames of matching authors, each one `context.batchChanges { … }` with one change set. Prints
-// the median batch's time, and that of the same renames in a context no live query listens to,
-// alone and in a batch (what the batch itself costs).
-
-final class ProfileAuthor: ModelObject<ProfileAuthor.Properties> {
-    struct Properties: ModelProperties {
-        var name = ""
-        var age = 0
-        var city = ""
-        var score = 0.0
-    }
-}
+// live-batch's ModelKit side alone (see LiveBenchmarks.swift in the suite): the blog's authors
+// (BlogFixture), each with one post that references it as the query benchmarks' authors have, and
+// with their ages and names; a live query of 1% and of 15% of them sorted by name; batches of
+// 1,000 renames of matching authors, each one `context.batchChanges { … }` with one change set.
+// Prints the median batch's time, and that of the same renames in a context no live query listens
+// to, alone and in a batch.
 
 /// A name with one of 100 two-letter prefixes, so that a renamed author moves in the order.
 private func profileName(_ k: Int, _ suffix: String) -> String {
@@ -24,13 +17,15 @@ private func profileName(_ k: Int, _ suffix: String) -> String {
 }
 
 func profileLiveBatch(authors n: Int, repeats: Int, selectivity: String?) throws {
-    try ModelRegistry.register(ProfileAuthor.self)
-    func makeContext() -> (ModelContext, [ProfileAuthor]) {
+    func makeContext() -> (ModelContext, [BenchAuthor]) {
         let context = ModelContext()
         let authors = (0..<n).map { i in
-            let author = ProfileAuthor.instance(in: context)
+            let author = BenchAuthor.instance(in: context)
             author.age = i &* 7919 % 10_000
             author.name = profileName(i, "-\(i)")
+            let post = BenchPost.instance(in: context)
+            post.author = author
+            author.posts.append(post)
             return author
         }
         return (context, authors)
@@ -42,7 +37,7 @@ func profileLiveBatch(authors n: Int, repeats: Int, selectivity: String?) throws
     for (low, high) in ranges {
         let matching = authors.filter { $0.age >= low && $0.age <= high }
         let quietMatching = quietAuthors.filter { $0.age >= low && $0.age <= high }
-        let live = try ProfileAuthor.query(in: context).where(\.age, .between(low, high)).sorted(by: \.name).live()
+        let live = try BenchAuthor.query(in: context).where(\.age, .between(low, high)).sorted(by: \.name).live()
         var changeSets = 0
         let token = live.observe { _, _ in changeSets += 1 }
         let size = min(1_000, matching.count)

@@ -27,11 +27,11 @@ guard arguments.count >= 3, let posts = Int(arguments[2]), posts >= 10 else {
     exit(2)
 }
 let repeats = max(1, arguments.count > 3 ? Int(arguments[3]) ?? 1 : 1)
+try ModelRegistry.register(BenchAuthor.self, BenchPost.self, BenchBlog.self)
 if arguments[1] == "live-batch" {
     try profileLiveBatch(authors: posts, repeats: repeats, selectivity: arguments.count > 4 ? arguments[4] : nil)
     exit(0)
 }
-try ModelRegistry.register(BenchAuthor.self, BenchPost.self, BenchBlog.self)
 let context = ModelContext()
 let blog = buildModelKitBlog(BlogData(posts: posts), in: context)
 var bytes = 0

@@ -5,7 +5,8 @@
 /// time per result (about 60 ns of it, in a `perf record -g` of live-batch at 15,000 results).
 /// Here an identifier is an object's address: its low bits are always zero, its high bits vary
 /// little, and no input chooses it, so one multiply (Fibonacci hashing) spreads it well enough,
-/// and the table is probed linearly from there. The table is at most half full.
+/// and the table is probed linearly from there. It is sized and grown as the id tables are
+/// (``ModelIDHashing``): at most 70% full.
 struct IdentitySet {
     /// Addresses, 0 for an empty slot (no object lives at address 0).
     private var slots: [UInt]
@@ -18,16 +19,9 @@ struct IdentitySet {
     ///
     /// - Complexity: O(`minimumCapacity`).
     init(minimumCapacity: Int = 4) {
-        let (size, shift) = Self.size(for: minimumCapacity)
+        let (size, shift) = ModelIDHashing.size(for: minimumCapacity)
         slots = Array(repeating: 0, count: size)
         self.shift = shift
-    }
-
-    /// A power of two at least twice `capacity` (at least 8), and its shift.
-    private static func size(for capacity: Int) -> (size: Int, shift: Int) {
-        var size = 8
-        while size < capacity * 2 { size *= 2 }
-        return (size, UInt.bitWidth - size.trailingZeroBitCount)
     }
 
     /// The slot of `address`, or the empty slot where it would go.
@@ -56,7 +50,7 @@ struct IdentitySet {
         let address = UInt(bitPattern: object)
         let slot = position(of: address)
         guard slots[slot] != address else { return false }
-        if (count + 1) * 2 > slots.count {
+        if ModelIDHashing.isOverloaded(count: count + 1, size: slots.count) {
             grow()
             slots[position(of: address)] = address
         } else {
@@ -69,7 +63,7 @@ struct IdentitySet {
     private mutating func grow() {
         let old = slots
         (slots, shift) = {
-            let (size, shift) = Self.size(for: slots.count)
+            let (size, shift) = ModelIDHashing.size(for: slots.count)
             return (Array(repeating: 0, count: size), shift)
         }()
         for address in old where address != 0 { slots[position(of: address)] = address }

@@ -218,43 +218,46 @@ struct OrderedModels<Element: AnyObject> {
         return removed
     }
 
-    /// `array.insert(element, at: offset)`, as an append and a move of the later references'
-    /// words: in code not specialized for the model type, `Array.insert` went through generic
+    /// `array.insert(element, at: offset)`, as an append and a rotation of the words after
+    /// `offset`: in code not specialized for the model type, `Array.insert` went through generic
     /// `replaceSubrange` and metadata look-ups (two thirds of an insertion, in a
-    /// `perf record -g` of live-batch). The words are moved, not copied: each reference stays
-    /// in the array exactly once.
+    /// `perf record -g` of live-batch).
     ///
     /// - Complexity: O(`array.count` - `offset`).
     private static func insert(_ element: Element, into array: inout [Element], at offset: Int) {
         precondition(offset >= 0 && offset <= array.count, "offset \(offset) out of 0...\(array.count)")
         array.append(element)
-        array.withUnsafeMutableBufferPointer { elements in
-            let words = UnsafeMutableRawBufferPointer(elements)
-            let stride = MemoryLayout<UInt>.stride
-            let last = elements.count - 1
-            let new = words.load(fromByteOffset: last &* stride, as: UInt.self)
-            let base = words.baseAddress!
-            memmove(base + (offset + 1) &* stride, base + offset &* stride, (last - offset) &* stride)
-            words.storeBytes(of: new, toByteOffset: offset &* stride, as: UInt.self)
-        }
+        rotate(&array, from: array.count - 1, to: offset)
     }
 
-    /// `array.remove(at: offset)`, as a move of the later references' words and a
+    /// `array.remove(at: offset)`, as a rotation of the words after `offset` and a
     /// `removeLast()` (see ``insert(_:into:at:)``).
     ///
     /// - Complexity: O(`array.count` - `offset`).
     private static func remove(from array: inout [Element], at offset: Int) -> Element {
         precondition(offset >= 0 && offset < array.count, "offset \(offset) out of 0..<\(array.count)")
+        rotate(&array, from: offset, to: array.count - 1)
+        return array.removeLast()
+    }
+
+    /// Moves the reference at `from` to `to`, the ones between one place toward `from`, as
+    /// words: each reference stays in the array exactly once, so no count changes.
+    ///
+    /// - Complexity: O(|`from` - `to`|).
+    private static func rotate(_ array: inout [Element], from: Int, to: Int) {
+        guard from != to else { return }
         array.withUnsafeMutableBufferPointer { elements in
             let words = UnsafeMutableRawBufferPointer(elements)
             let stride = MemoryLayout<UInt>.stride
-            let last = elements.count - 1
-            let removed = words.load(fromByteOffset: offset &* stride, as: UInt.self)
+            let moved = words.load(fromByteOffset: from &* stride, as: UInt.self)
             let base = words.baseAddress!
-            memmove(base + offset &* stride, base + (offset + 1) &* stride, (last - offset) &* stride)
-            words.storeBytes(of: removed, toByteOffset: last &* stride, as: UInt.self)
+            if from > to {
+                memmove(base + (to + 1) &* stride, base + to &* stride, (from - to) &* stride)
+            } else {
+                memmove(base + from &* stride, base + (from + 1) &* stride, (to - from) &* stride)
+            }
+            words.storeBytes(of: moved, toByteOffset: to &* stride, as: UInt.self)
         }
-        return array.removeLast()
     }
 
     /// Takes the elements at `offsets` (ascending) out of `array`: the kept ones forward by
