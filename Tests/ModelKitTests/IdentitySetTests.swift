@@ -30,6 +30,22 @@ struct IdentitySetTests {
         #expect(items.allSatisfy { set.contains(ObjectIdentifier($0)) == reference.contains(ObjectIdentifier($0)) })
     }
 
+    @Test("Identifiers that differ only in their high bits, or only in one bit, are told apart through growth")
+    func highAndSingleBitIdentifiers() {
+        // Not objects: the set only hashes and compares the bits (16-byte aligned, as objects are).
+        let highBits = (1...40).map { UInt($0) << 40 | 0x10 }
+        let singleBits = (4..<48).map { UInt(1) << UInt($0) }
+        let ids = (highBits + singleBits).map { unsafeBitCast($0, to: ObjectIdentifier.self) }
+        var set = IdentitySet(minimumCapacity: 0)
+        for (index, id) in ids.enumerated() {
+            let inserted = set.insert(id)
+            #expect(inserted)
+            #expect(set.count == index + 1)
+            #expect(ids[...index].allSatisfy { set.contains($0) })
+            #expect(ids[(index + 1)...].allSatisfy { !set.contains($0) })
+        }
+    }
+
     @Test("An empty set holds nothing, and one object inserted twice counts once")
     func emptyAndDuplicates() {
         let item = Item()

@@ -131,6 +131,21 @@ struct ModelFootprintTests {
         #expect(heard == 1)
     }
 
+    @Test(
+        "endChanges with no batch open throws, makes no listening state on a model's tracker, and leaves the tracker to go at a reset"
+    )
+    func unbalancedEndMakesNoState() {
+        let context = ModelContext()
+        let author = Author.instance(in: context)
+        author.resetChanges()
+        author.name = "Jon"
+        #expect(author.storage.tracker != nil)
+        #expect(throws: ChangeTrackingError.self) { try author.endChanges() }
+        #expect(author.storage.tracker?.listening == nil)
+        author.resetChanges()
+        #expect(author.storage.tracker == nil)
+    }
+
     @Test("A model outside any context keeps the models it was given, and drops its tracker when its context adopts them")
     func heldModelsLiveInTheTracker() {
         let post = Post()

@@ -135,6 +135,39 @@ struct OrderedModelsTests {
         #expect(tracker.liveCount == 0)
     }
 
+    @Test(
+        "At the edges the counts stay right too: insertions at the front and the end, removals that empty a chunk, a removeAll that takes a whole chunk or leaves so few that the chunks are rebuilt"
+    )
+    func edgesKeepReferenceCounts() {
+        let tracker = LifetimeTracker()
+        do {
+            // Chunks of 256 (the initial fill is half a chunk's capacity).
+            var models = OrderedModels((0..<1_024).map { _ in TrackedItem(tracker) })
+            let chunkCount = models.chunks.count
+            models.insert(TrackedItem(tracker), at: 0)
+            models.insert(TrackedItem(tracker), at: models.count)
+            #expect(tracker.liveCount == 1_026 && models.count == 1_026)
+            // The first chunk (now 257 models) emptied one removal at a time.
+            let first = models.chunks[0].count
+            for _ in 0..<first { models.remove(at: 0) }
+            #expect(models.chunks.count == chunkCount - 1)
+            #expect(tracker.liveCount == models.count)
+            // A whole chunk at once.
+            let doomed = Set(models.chunks[1].map(ObjectIdentifier.init))
+            let removedCount = models.removeAll { doomed.contains($0) }.count
+            #expect(removedCount == doomed.count)
+            #expect(models.chunks.count == chunkCount - 2)
+            #expect(tracker.liveCount == models.count)
+            // Nearly all: the rest is rebuilt into fewer, fuller chunks.
+            let keep = Set(models.elements.prefix(3).map(ObjectIdentifier.init))
+            _ = models.removeAll { !keep.contains($0) }
+            #expect(models.count == 3 && models.chunks.count == 1)
+            #expect(tracker.liveCount == 3)
+            #expect(models.elements.map(ObjectIdentifier.init).allSatisfy { keep.contains($0) })
+        }
+        #expect(tracker.liveCount == 0)
+    }
+
     private struct Stop: Error {}
 
     @Test("The first position at or after a value is the sorted array's, over many chunks, ties, both ends and no models")

@@ -27,7 +27,8 @@ struct IdentitySet {
     /// The slot of `address`, or the empty slot where it would go.
     @inline(__always) private func position(of address: UInt) -> Int {
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: (address &* 0x9E37_79B9_7F4A_7C15) >> UInt(shift))
+        // In 64 bits on every platform (a 32-bit `UInt` can't hold the constant).
+        var slot = Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(shift))
         return slots.withUnsafeBufferPointer { slots in
             while slots[slot] != 0 && slots[slot] != address { slot = (slot + 1) & mask }
             return slot

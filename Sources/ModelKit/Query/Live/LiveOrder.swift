@@ -81,17 +81,21 @@ final class LiveOrder<M: Model> {
 
     /// Reads `model`'s sort values, with its reported values.
     func probe(_ model: M) throws -> Probe {
-        try model.withReportedValues {
-            if let stringKey {
-                let text = model.storage.box.withValuesPointer { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
-                return Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
-            }
-            evaluator.forget()
-            var values: [SortValue] = []
-            values.reserveCapacity(sortOrder.width)
-            try sortOrder.append(model, to: &values)
-            return Probe(model: model, id: model.modelId, text: "", key: OrderedModels<M>.noKey, values: values)
+        try model.withReportedValues { try probe(valuesNowOf: model) }
+    }
+
+    /// Reads `model`'s sort values as its properties hold them now, even in an open batch of
+    /// its own: for values put into the model for a search.
+    private func probe(valuesNowOf model: M) throws -> Probe {
+        if let stringKey {
+            let text = model.storage.box.withValuesPointer { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
+            return Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
         }
+        evaluator.forget()
+        var values: [SortValue] = []
+        values.reserveCapacity(sortOrder.width)
+        try sortOrder.append(model, to: &values)
+        return Probe(model: model, id: model.modelId, text: "", key: OrderedModels<M>.noKey, values: values)
     }
 
     /// The first position in `models` at or after where `values` put `model`, as if they were
@@ -101,11 +105,16 @@ final class LiveOrder<M: Model> {
     /// For an order by one `String` key path the string is read from `values`, and the model
     /// is left alone: the search meets the model's own entry as equal to the probe (see
     /// ``compareReported(_:_:)``). Any other order may compare models through their values
-    /// (keys of other types), so `values` are put into the model for the whole search.
+    /// (keys of other types), so `values` are put into the model for the whole search, and
+    /// read as they are, also when the model is in an open batch of its own (whose start values
+    /// would otherwise be read: an observer that began one on hearing of the update made the
+    /// search miss the model, which was then held twice).
     ///
     /// - Complexity: O(log n) comparisons.
     func position(of model: M, placedBy values: M.Properties, in models: OrderedModels<M>) throws -> Int {
-        guard let stringKey else { return try model.withValues(values) { try position(of: probe(model), in: models) } }
+        guard let stringKey else {
+            return try model.withValues(values) { try position(of: probe(valuesNowOf: model), in: models) }
+        }
         let text = withUnsafeBytes(of: values) { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
         let placed = Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
         return try position(of: placed, in: models)

@@ -200,8 +200,7 @@ struct OrderedModels<Element: AnyObject> {
                 keys.remove(at: chunk)
                 starts.remove(at: chunk)
             } else {
-                Self.compact(&chunks[chunk], removing: offsets)
-                Self.compact(&keys[chunk], removing: offsets)
+                Self.compact(&chunks[chunk], &keys[chunk], removing: offsets)
                 fitIfHalfSpare(chunk)
                 chunk += 1
             }
@@ -246,52 +245,57 @@ struct OrderedModels<Element: AnyObject> {
     /// - Complexity: O(|`from` - `to`|).
     private static func rotate(_ array: inout [Element], from: Int, to: Int) {
         guard from != to else { return }
-        array.withUnsafeMutableBufferPointer { elements in
-            let words = UnsafeMutableRawBufferPointer(elements)
-            let stride = MemoryLayout<UInt>.stride
-            let moved = words.load(fromByteOffset: from &* stride, as: UInt.self)
+        withWords(of: &array) { words in
+            let moved = words[from]
             let base = words.baseAddress!
+            let stride = MemoryLayout<UInt>.stride
             if from > to {
-                memmove(base + (to + 1) &* stride, base + to &* stride, (from - to) &* stride)
+                memmove(base + to + 1, base + to, (from - to) &* stride)
             } else {
-                memmove(base + from &* stride, base + (from + 1) &* stride, (to - from) &* stride)
+                memmove(base + from, base + from + 1, (to - from) &* stride)
             }
-            words.storeBytes(of: moved, toByteOffset: to &* stride, as: UInt.self)
+            words[to] = moved
         }
     }
 
-    /// Takes the elements at `offsets` (ascending) out of `array`: the kept ones forward by
-    /// swaps (moves, no retains), the removed ones then last, and dropped.
+    /// Runs `body` on the references of `array` as words (their objects' addresses), the memory
+    /// bound to `UInt` meanwhile: moving words moves references without retaining or releasing
+    /// them, in code not specialized for the model type that would otherwise go through value
+    /// witnesses per element. `body` must leave each reference in the array exactly once.
+    private static func withWords<Result>(
+        of array: inout [Element], _ body: (UnsafeMutableBufferPointer<UInt>) -> Result
+    ) -> Result {
+        precondition(MemoryLayout<Element>.stride == MemoryLayout<UInt>.stride, "a reference is one word")
+        return array.withUnsafeMutableBufferPointer { elements in
+            elements.withMemoryRebound(to: UInt.self) { body($0) }
+        }
+    }
+
+    /// Takes the models at `offsets` (ascending) out of `models`, and their keys out of `keys`:
+    /// the kept ones forward by swaps, the removed ones then last, and dropped.
     ///
-    /// The elements are models' references or keys, one word each, swapped as words: this runs
-    /// unspecialized for an app's models, where a generic `swapAt` went through value witnesses
-    /// per element (most of a batch's walk after the lookups, in a `perf record -g` of
-    /// live-batch). A swap keeps each reference exactly once in the array, so the retain counts
-    /// stay right; `removeLast` releases the removed ones.
-    private static func compact<T>(_ array: inout [T], removing offsets: [Int]) {
-        precondition(MemoryLayout<T>.stride == MemoryLayout<UInt>.stride, "one word an element")
-        let kept = array.withUnsafeMutableBufferPointer { elements in
-            compactWords(UnsafeMutableRawBufferPointer(elements), removing: offsets)
-        }
-        array.removeLast(array.count - kept)
+    /// The models are swapped as words (see ``withWords(of:_:)``): a generic `swapAt` went
+    /// through value witnesses per element (most of a batch's walk after the look-ups, in a
+    /// `perf record -g` of live-batch). A swap keeps each reference exactly once in the array,
+    /// so the counts stay right; `removeLast` releases the removed ones.
+    private static func compact(_ models: inout [Element], _ keys: inout [UInt64], removing offsets: [Int]) {
+        let kept = withWords(of: &models) { compactInPlace($0, removing: offsets) }
+        models.removeLast(models.count - kept)
+        _ = keys.withUnsafeMutableBufferPointer { compactInPlace($0, removing: offsets) }
+        keys.removeLast(keys.count - kept)
     }
 
-    /// ``compact(_:removing:)`` on the words of `words`; returns how many are kept.
-    private static func compactWords(_ words: UnsafeMutableRawBufferPointer, removing offsets: [Int]) -> Int {
-        let stride = MemoryLayout<UInt>.stride
+    /// Moves the elements not at `offsets` (ascending) to the front of `elements`, in order, by
+    /// swaps; returns how many there are. Called with plain integers only, so specialized.
+    private static func compactInPlace<T>(_ elements: UnsafeMutableBufferPointer<T>, removing offsets: [Int]) -> Int {
         var write = 0
         var next = 0
-        for read in 0..<(words.count / stride) {
+        for read in elements.indices {
             if next < offsets.count && offsets[next] == read {
                 next += 1
                 continue
             }
-            if write != read {
-                let kept = words.load(fromByteOffset: read &* stride, as: UInt.self)
-                let removed = words.load(fromByteOffset: write &* stride, as: UInt.self)
-                words.storeBytes(of: kept, toByteOffset: write &* stride, as: UInt.self)
-                words.storeBytes(of: removed, toByteOffset: read &* stride, as: UInt.self)
-            }
+            if write != read { elements.swapAt(write, read) }
             write += 1
         }
         return write
