@@ -41,7 +41,7 @@ import Testing
         let models = live.matches.elements
         let expected =
             !live.readsOtherModels && live.order.hasKeys
-            ? try models.map { live.order.key(of: try live.order.probe($0)) }
+            ? try models.map { try live.order.probe($0).key }
             : models.map { _ in OrderedModels<M>.noKey }
         return live.matches.allKeys == expected
     }

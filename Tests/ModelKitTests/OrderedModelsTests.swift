@@ -173,7 +173,7 @@ struct OrderedModelsTests {
     @Test("The first position at or after a value is the sorted array's, over many chunks, ties, both ends and no models")
     func partitioningIndexMatchesAnArray() throws {
         var random = SplitMix64(seed: 3)
-        #expect(OrderedModels<Item>().partitioningIndex { _ in true } == 0)
+        #expect(OrderedModels<Item>().partitioningIndex(byKey: { _ in nil }) { _ in true } == 0)
         for count in [1, 2, 255, 256, 257, 1_500] {
             // Values with runs of ties, some across chunk boundaries.
             let values = (0..<count).map { _ in Int.random(in: 0..<(count / 4 + 2), using: &random) }.sorted()
@@ -186,7 +186,9 @@ struct OrderedModelsTests {
             let reference = models.elements.map(\.value)
             for probe in -1...(count / 4 + 3) {
                 let expected = reference.firstIndex { $0 >= probe } ?? reference.count
-                #expect(models.partitioningIndex { $0.value >= probe } == expected, "\(count) models, value \(probe)")
+                #expect(
+                    models.partitioningIndex(byKey: { _ in nil }) { $0.value >= probe } == expected,
+                    "\(count) models, value \(probe)")
             }
         }
         // Decided by keys where they tell, by the models elsewhere: the same positions.
@@ -209,9 +211,9 @@ struct OrderedModelsTests {
         }
         // An error of the predicate comes out, from the search of the chunks or of one chunk.
         let models = OrderedModels((0..<1_000).map(Item.init))
-        #expect(throws: Stop.self) { try models.partitioningIndex { _ in throw Stop() } }
+        #expect(throws: Stop.self) { try models.partitioningIndex(byKey: { _ in nil }) { _ in throw Stop() } }
         #expect(throws: Stop.self) {
-            try models.partitioningIndex { item in
+            try models.partitioningIndex(byKey: { _ in nil }) { item in
                 if item.value % 256 == 255 { return item.value >= 600 }
                 throw Stop()
             }

@@ -62,18 +62,19 @@ final class LiveOrder<M: Model> {
         self.query = query
     }
 
-    /// Whether the results keep keys for this order's searches (see ``key(of:)``).
+    /// Whether the results keep keys for this order's searches (see ``Probe/key``).
     var hasKeys: Bool { stringKey != nil }
 
     /// One model's place in the order, read once: for an order by one `String` key path, the
-    /// string and its key (see ``key(of:)``); else its values for the sort keys (strings of
+    /// string and its key; else its values for the sort keys (strings of
     /// string keys folded under their options), and keys of other types compare the models.
     struct Probe {
         let model: M
         let id: ModelID
         /// The string of an order by one `String` key path; else empty.
         let text: String
-        /// The key the results keep the model with (see ``key(of:)``).
+        /// The key the results keep the model with (see OrderedModels): for an order by one
+        /// `String` key path, the string's first 8 bytes (see ``prefixKey(_:)``); else none.
         let key: UInt64
         /// The sort values of any other order; else empty.
         let values: [SortValue]
@@ -88,8 +89,8 @@ final class LiveOrder<M: Model> {
     /// its own: for values put into the model for a search.
     private func probe(valuesNowOf model: M) throws -> Probe {
         if let stringKey {
-            let text = model.storage.box.withValuesPointer { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
-            return Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
+            return probe(
+                model, text: model.storage.box.withValuesPointer { $0.load(fromByteOffset: stringKey.offset, as: String.self) })
         }
         evaluator.forget()
         var values: [SortValue] = []
@@ -116,8 +117,12 @@ final class LiveOrder<M: Model> {
             return try model.withValues(values) { try position(of: probe(valuesNowOf: model), in: models) }
         }
         let text = withUnsafeBytes(of: values) { $0.load(fromByteOffset: stringKey.offset, as: String.self) }
-        let placed = Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
-        return try position(of: placed, in: models)
+        return try position(of: probe(model, text: text), in: models)
+    }
+
+    /// The probe of `model` in an order by one `String` key path, whose string is `text`.
+    private func probe(_ model: M, text: String) -> Probe {
+        Probe(model: model, id: model.modelId, text: text, key: Self.prefixKey(text), values: [])
     }
 
     /// Whether the query's filter accepts `model`, with its reported values.
@@ -135,7 +140,7 @@ final class LiveOrder<M: Model> {
     /// - Complexity: O(log n) comparisons.
     func position(of probe: Probe, in models: OrderedModels<M>) throws -> Int {
         evaluator.forget()
-        let probeKey = key(of: probe)
+        let probeKey = probe.key
         let ascending = stringKey?.ascending ?? true
         let noKey = OrderedModels<M>.noKey
         return try models.partitioningIndex(
@@ -145,10 +150,6 @@ final class LiveOrder<M: Model> {
             },
             else: { entry in try compareReported(probe, entry) != .orderedDescending })
     }
-
-    /// The key the results keep `probe`'s model with (see OrderedModels): for an order by one
-    /// string key path, the string's first 8 bytes (see ``prefixKey(_:)``); else none.
-    func key(of probe: Probe) -> UInt64 { probe.key }
 
     /// The first 8 UTF-8 bytes of `text`, big-endian and padded with zeros, when its first 9
     /// (or all, if fewer) are ASCII; else `OrderedModels.noKey`. Two such keys that differ

@@ -159,7 +159,7 @@ extension LiveResults {
                 // stay right.
                 for probe in try order.sorted(accepted.map { try order.probe($0) }) {
                     let at = try order.position(of: probe, in: matches)
-                    matches.insert(probe.model, key: order.key(of: probe), at: at)
+                    matches.insert(probe.model, key: probe.key, at: at)
                     added.append((at, ObjectIdentifier(probe.model)))
                 }
             }

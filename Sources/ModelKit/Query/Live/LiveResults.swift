@@ -252,7 +252,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
             }
             let probe = try self.order.probe(model)
             let to = try self.order.position(of: probe, in: self.matches)
-            self.matches.insert(model, key: self.order.key(of: probe), at: to)
+            self.matches.insert(model, key: probe.key, at: to)
             return (from, to)
         }
     }
@@ -273,7 +273,7 @@ public final class LiveResults<M: Model>: RandomAccessCollection, Observable {
     /// - Complexity: O(n) for n models.
     private static func keyed(_ sorted: [M], order: LiveOrder<M>) throws(QueryError) -> OrderedModels<M> {
         guard !order.readsOtherModels, order.hasKeys else { return OrderedModels(sorted) }
-        let keys = try order.query.guarded { try sorted.map { try order.key(of: order.probe($0)) } }
+        let keys = try order.query.guarded { try sorted.map { try order.probe($0).key } }
         return OrderedModels(sorted, keys: keys)
     }
 

@@ -7,7 +7,7 @@ import Foundation
 // array that was quadratic.
 //
 // Beside each model it keeps a key, 8 bytes its owner derives from the values that placed the
-// model (a live query ordered by a string: the string's first bytes, see `LiveOrder.key`). A
+// model (a live query ordered by a string: the string's first bytes, see `LiveOrder.Probe.key`). A
 // search decides by the keys where they differ and reads a model only where they don't: a model
 // read is a cache miss or more at thousands of results, scattered over the heap, and most of a
 // search's time went to them (in a `perf record -g` of live-edit and live-batch).
@@ -65,14 +65,6 @@ struct OrderedModels<Element: AnyObject> {
 
     /// All keys, in the models' order.
     var allKeys: [UInt64] { keys.flatMap { $0 } }
-
-    /// The first position whose model satisfies `isAtOrAfter`, which must be false for a prefix
-    /// of the models and true for the rest; `count` when no model satisfies it.
-    ///
-    /// - Complexity: O(log n) calls of `isAtOrAfter`.
-    func partitioningIndex(where isAtOrAfter: (Element) throws -> Bool) rethrows -> Int {
-        try partitioningIndex(byKey: { _ in nil }, else: isAtOrAfter)
-    }
 
     /// The first position at or after which models satisfy the predicate that `byKey` decides
     /// from a model's key where it can (`nil` where it can't), and `isAtOrAfter` from the model
