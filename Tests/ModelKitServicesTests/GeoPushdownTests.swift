@@ -24,19 +24,7 @@ final class SpotList: ModelObject<SpotList.Properties>, RemoteModel {
 func spotService(pageSize: Int = 1_000) async throws -> KintoService {
     try ModelRegistry.register(Spot.self, SpotList.self)
     let server = try await KintoServer.shared.value
-    let bucket = "g" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-    let create: ModelValue = [
-        "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
-        "requests": [
-            ["path": .string("/buckets/\(bucket)")],
-            ["path": .string("/buckets/\(bucket)/collections/Spot")],
-            ["path": .string("/buckets/\(bucket)/collections/SpotList")],
-        ],
-    ]
-    let answer = try await server.request("POST", "/batch", body: create)
-    guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
-        responses.allSatisfy({ $0["status"] == 201 })
-    else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
+    let bucket = try await server.makeBucket(prefix: "g", collections: ["Spot", "SpotList"])
     return KintoService(
         url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(300), pageSize: pageSize)
 }
@@ -148,8 +136,9 @@ struct WithinRangeTests {
         let box = ["place.latitude greaterThanOrEqual", "place.latitude lessThanOrEqual"]
         let longitudes = ["place.longitude greaterThanOrEqual", "place.longitude lessThanOrEqual"]
         #expect(try sent("place WITHIN 100 KM OF {10, 20}") == box + longitudes)
-        #expect(try sent("maybe WITHIN 0 KM OF {10, 20}") == box.map { $0.replacingOccurrences(of: "place", with: "maybe") }
-            + longitudes.map { $0.replacingOccurrences(of: "place", with: "maybe") })
+        #expect(
+            try sent("maybe WITHIN 0 KM OF {10, 20}") == box.map { $0.replacingOccurrences(of: "place", with: "maybe") }
+                + longitudes.map { $0.replacingOccurrences(of: "place", with: "maybe") })
         #expect(try sent("place WITHIN 100 KM OF {89.5, 20}") == ["place.latitude greaterThanOrEqual"])
         #expect(try sent("place WITHIN 100 KM OF {-90, 20}") == ["place.latitude lessThanOrEqual"])
         #expect(try sent("place WITHIN 100 KM OF {10, 179.5}") == box)
@@ -195,7 +184,8 @@ struct GeoPushdownTests {
                     latitude: max(-90, min(90, near.latitude + .random(in: -0.5...0.5, using: &random))),
                     longitude: max(-180, min(180, near.longitude + .random(in: -0.5...0.5, using: &random))))
             default:
-                return GeoPoint(latitude: .random(in: -90...90, using: &random), longitude: .random(in: -180...180, using: &random))
+                return GeoPoint(
+                    latitude: .random(in: -90...90, using: &random), longitude: .random(in: -180...180, using: &random))
             }
         }
         var points: [GeoPoint] = []

@@ -177,19 +177,32 @@ struct KintoServer: Sendable {
     static func freshService(
         on server: KintoServer, collections: [String] = ["Writer", "Article"]
     ) async throws -> KintoService {
-        let bucket = "b" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let bucket = try await server.makeBucket(prefix: "b", collections: collections)
+        return server.service(bucket: bucket)
+    }
+
+    /// Makes a bucket with a new name starting with `prefix`, and `collections` in it (each made with
+    /// `collectionBody`, if any), and returns the bucket's name.
+    ///
+    /// On PostgreSQL, Kinto answers a write that collided with another transaction 409 "please
+    /// retry" and rolls the whole batch back, so the batch is sent again after a pause. The name is
+    /// new, so a 412 on a later attempt is a part an earlier attempt did make: ours.
+    func makeBucket(prefix: String, collections: [String], collectionBody: ModelValue? = nil) async throws -> String {
+        let bucket = prefix + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         let requests: [ModelValue] =
             [["path": .string("/buckets/\(bucket)")]]
-            + collections.map { ["path": .string("/buckets/\(bucket)/collections/\($0)")] }
+            + collections.map { name -> ModelValue in
+                let path = ModelValue.string("/buckets/\(bucket)/collections/\(name)")
+                guard let collectionBody else { return ["path": path] }
+                return ["path": path, "body": collectionBody]
+            }
         let create: ModelValue = [
             "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
             "requests": .array(requests),
         ]
-        // On PostgreSQL, Kinto answers a write that collided with another transaction 409 "please
-        // retry" and rolls the batch back: sent again, the bucket and collections an earlier
-        // attempt did make (the name is new, so they are ours) answer 412.
-        for attempt in 1...8 {
-            let answer = try await server.request("POST", "/batch", body: create)
+        let attempts = 8
+        for attempt in 1...attempts {
+            let answer = try await request("POST", "/batch", body: create)
             guard answer.status == 200, case .array(let responses)? = answer.body["responses"] else {
                 throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)")
             }
@@ -197,7 +210,7 @@ struct KintoServer: Sendable {
                 if case .int(let status)? = response["status"] { return status }
                 return 0
             }
-            if statuses.contains(409), attempt < 8 {
+            if statuses.contains(409), attempt < attempts {
                 try await Task.sleep(for: .seconds(attempt))
                 continue
             }
@@ -206,7 +219,7 @@ struct KintoServer: Sendable {
             }
             break
         }
-        return server.service(bucket: bucket)
+        return bucket
     }
 
     func service(bucket: String) -> KintoService {
@@ -228,9 +241,17 @@ struct KintoServer: Sendable {
             request.setValue(
                 "Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         }
-        let (data, response) = try await handSession.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        return (status, (try? ModelValue(json: data)) ?? .null)
+        // A single write that collided with another transaction on PostgreSQL is answered 409 with
+        // errno 122, "please retry", and was rolled back: sending it again is what Kinto asks for.
+        var attempt = 1
+        while true {
+            let (data, response) = try await handSession.data(for: request)
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            let body = (try? ModelValue(json: data)) ?? .null
+            guard status == 409, body["errno"] == 122, attempt < 8 else { return (status, body) }
+            try await Task.sleep(for: .seconds(attempt))
+            attempt += 1
+        }
     }
 }
 

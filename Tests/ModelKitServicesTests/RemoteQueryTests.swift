@@ -36,19 +36,7 @@ final class Keeper: ModelObject<Keeper.Properties>, RemoteModel {
 func queryService(pageSize: Int = 1_000) async throws -> KintoService {
     try ModelRegistry.register(Sample.self, Keeper.self)
     let server = try await KintoServer.shared.value
-    let bucket = "q" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-    let create: ModelValue = [
-        "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
-        "requests": [
-            ["path": .string("/buckets/\(bucket)")],
-            ["path": .string("/buckets/\(bucket)/collections/Sample")],
-            ["path": .string("/buckets/\(bucket)/collections/Keeper")],
-        ],
-    ]
-    let answer = try await server.request("POST", "/batch", body: create)
-    guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
-        responses.allSatisfy({ $0["status"] == 201 })
-    else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
+    let bucket = try await server.makeBucket(prefix: "q", collections: ["Sample", "Keeper"])
     return KintoService(
         url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(120), pageSize: pageSize)
 }

@@ -11,6 +11,11 @@ import Testing
 /// two-process test). The tests make the race's outcome deterministically: once the device's
 /// delete is acknowledged, the record is written again as the racing device's update wrote it.
 extension SyncTests {
+    /// A look-back span no run of these tests outlasts. The marks of deletes done are kept for the
+    /// span, and a loaded CI machine took more than the default 30 s between two syncs of one test,
+    /// so a mark the test still needed aged out.
+    static let raceLookBack: Duration = .seconds(3_600)
+
     /// What the device keeps for the removed model with `objectId`, if it keeps anything.
     static func removedMark(of objectId: String, on device: Device) -> VersionTable.Mark? {
         let table = VersionTable.of(device.context, store: device.service.storeIdentifier).table
@@ -41,10 +46,13 @@ extension SyncTests {
     @Test("A record that an update by a device with its own model id brought back after this device's delete is deleted again")
     func recordBroughtBackAfterADeleteIsDeletedAgain() async throws {
         let (one, two) = try await Self.twoDevices()
+        one.sync.lookBack = Self.raceLookBack
+        two.sync.lookBack = Self.raceLookBack
         let service = one.service
         // A third device meets a1 first as the writer's reference: its model of a1 gets a model
         // id of its own, and its writes carry that id (model ids differ between devices).
         let three = try Device(service: service)
+        three.sync.lookBack = Self.raceLookBack
         let writer = Writer.instance(objectId: "w", in: three.context)
         try await service.fetch(writer)
         let placeholder = try #require(three.article("a1"))
@@ -96,6 +104,8 @@ extension SyncTests {
     @Test("A record another model made under the object id after this device's delete is loaded, not deleted")
     func recordMadeAgainUnderTheObjectIdIsLoaded() async throws {
         let (one, two) = try await Self.twoDevices()
+        one.sync.lookBack = Self.raceLookBack
+        two.sync.lookBack = Self.raceLookBack
         one.article("a1")?.removeFromContext()
         try await one.store.save()
         _ = try await one.sync.sync()
@@ -121,6 +131,7 @@ extension SyncTests {
     @Test("A delete whose answer was lost and whose retry found the record gone still deletes a record brought back")
     func deleteDoneByAnEarlierAttemptKeepsItsProtection() async throws {
         let (direct, proxy, device) = try await Self.deviceThroughProxy()
+        device.sync.lookBack = Self.raceLookBack
         defer { proxy.stop() }
         let article = Article.instance(objectId: "d1", in: device.context)
         article.title = "To delete"
@@ -152,6 +163,7 @@ extension SyncTests {
     @Test("A model deleted after a create that never landed does not delete the record another device made under its id")
     func sentCreateDoesNotTakeOverAnotherDevicesRecord() async throws {
         let (direct, proxy, device) = try await Self.deviceThroughProxy()
+        device.sync.lookBack = Self.raceLookBack
         defer { proxy.stop() }
         let mine = Writer.instance(objectId: "x", in: device.context)
         mine.name = "Mine, never landed"
@@ -161,6 +173,7 @@ extension SyncTests {
 
         // Another device makes its own writer "x".
         let other = try Device(service: direct)
+        other.sync.lookBack = Self.raceLookBack
         let theirs = Writer.instance(objectId: "x", in: other.context)
         theirs.name = "Theirs"
         try await other.store.save()
@@ -178,6 +191,8 @@ extension SyncTests {
     @Test("An object id given to a second model that is deleted in turn: the delete still to push speaks for the record")
     func pendingDeleteOutranksADeleteDone() async throws {
         let (one, two) = try await Self.twoDevices()
+        one.sync.lookBack = Self.raceLookBack
+        two.sync.lookBack = Self.raceLookBack
         one.article("a1")?.removeFromContext()
         try await one.store.save()
         _ = try await one.sync.sync()
@@ -205,9 +220,12 @@ extension SyncTests {
     @Test("A record another client made without a creation date loads with the same date on every device, so a delete still wins")
     func recordWithoutACreationDateKeepsDeletesWinning() async throws {
         let (one, two) = try await Self.twoDevices()
+        one.sync.lookBack = Self.raceLookBack
+        two.sync.lookBack = Self.raceLookBack
         // A web client's record: its fields, no ModelKit header.
         try await Self.writeAgain(
-            ModelValue.Object([("title", "From the web")]), as: "web", in: "Article", at: Int64(Date().timeIntervalSince1970 * 1000),
+            ModelValue.Object([("title", "From the web")]), as: "web", in: "Article",
+            at: Int64(Date().timeIntervalSince1970 * 1000),
             bucket: one.service.bucket)
         _ = try await one.sync.sync()
         _ = try await two.sync.sync()
@@ -230,6 +248,7 @@ extension SyncTests {
     @Test("A model deleted after a create that never landed does not delete another client's record without a creation date")
     func sentCreateDoesNotTakeOverARecordWithoutADate() async throws {
         let (direct, proxy, device) = try await Self.deviceThroughProxy()
+        device.sync.lookBack = Self.raceLookBack
         defer { proxy.stop() }
         let mine = Writer.instance(objectId: "y", in: device.context)
         mine.name = "Mine, never landed"
@@ -251,6 +270,7 @@ extension SyncTests {
     @Test("Of two deletes done under one object id, the one whose model the record is brought back deletes it again")
     func recordBroughtBackIsMatchedAmongSeveralDeletes() async throws {
         let (one, _) = try await Self.twoDevices()
+        one.sync.lookBack = Self.raceLookBack
         guard case .object(let first)? = try await Self.serverRecord(one.service, "Article", "a1") else {
             throw FixtureError("no record a1 on the server")
         }
@@ -280,6 +300,7 @@ extension SyncTests {
     @Test("A delete done is kept for the look-back span, survives a relaunch, and is forgotten once the pulls are past it")
     func deletesDoneAreForgottenAfterTheLookBack() async throws {
         let (one, _) = try await Self.twoDevices()
+        one.sync.lookBack = Self.raceLookBack
         one.article("a2")?.removeFromContext()
         try await one.store.save()
         _ = try await one.sync.sync()

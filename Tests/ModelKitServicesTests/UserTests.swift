@@ -141,7 +141,8 @@ struct UserTests {
             try await checker.verify(Credentials(username: taken.username, password: "other password"))
         }
         #expect(wrong?.code == .unauthorized)
-        let first = try await Subscriber.logIn(username: taken.username, password: taken.password, in: checkerContext, using: checker)
+        let first = try await Subscriber.logIn(
+            username: taken.username, password: taken.password, in: checkerContext, using: checker)
         #expect(first.displayName == "First")
     }
 
@@ -396,21 +397,9 @@ struct UserTests {
     /// collections for Writer and Subscriber: each record is its creator's.
     static func sharedBucket() async throws -> String {
         let server = try await Self.server()
-        let bucket = "s" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         let open: ModelValue = ["record:create": ["system.Authenticated"]]
-        let create: ModelValue = [
-            "defaults": ["method": "PUT", "headers": ["If-None-Match": "*"]],
-            "requests": [
-                ["path": .string("/buckets/\(bucket)")],
-                ["path": .string("/buckets/\(bucket)/collections/Writer"), "body": ["data": [:], "permissions": open]],
-                ["path": .string("/buckets/\(bucket)/collections/Subscriber"), "body": ["data": [:], "permissions": open]],
-            ],
-        ]
-        let answer = try await server.request("POST", "/batch", body: create)
-        guard answer.status == 200, case .array(let responses)? = answer.body["responses"],
-            responses.allSatisfy({ $0["status"] == 201 })
-        else { throw FixtureError("creating bucket \(bucket) answered \(answer.status): \(answer.body)") }
-        return bucket
+        return try await server.makeBucket(
+            prefix: "s", collections: ["Writer", "Subscriber"], collectionBody: ["data": [:], "permissions": open])
     }
 
     /// What user B tries on user A's record `objectId` through `service` (acting as B): each
@@ -642,7 +631,9 @@ extension UserTests {
         #expect(error.code == .unauthorized)
 
         let reset = await withCheckedContinuation { continuation in
-            Subscriber.requestPasswordResetInBackground(email: "x@example.org", using: service) { continuation.resume(returning: $0) }
+            Subscriber.requestPasswordResetInBackground(email: "x@example.org", using: service) {
+                continuation.resume(returning: $0)
+            }
         }
         guard case .failure(let resetError) = reset else {
             Issue.record("a reset succeeded on Kinto 26.5")
