@@ -200,10 +200,10 @@ final class HTTPClient: Sendable {
     /// traps when that overflows (a limit of `.seconds(Int64.max)`, meaning "no limit", did).
     static func backstop(_ seconds: TimeInterval) -> TimeInterval { min(max(seconds, 0), 1e9) * 2 + 5 }
 
-    /// 5xx other than "not implemented" and "version not supported", and 429: statuses that say
-    /// "not now" rather than "never".
+    /// 5xx other than "not implemented", "version not supported" and "insufficient storage" (a
+    /// quota used up stays used up), and 429: statuses that say "not now" rather than "never".
     static func isRetryable(status: Int) -> Bool {
-        status == 429 || ((500...599).contains(status) && status != 501 && status != 505)
+        status == 429 || ((500...599).contains(status) && status != 501 && status != 505 && status != 507)
     }
 
     /// Whether an answer says "try again": a retryable status (``isRetryable(status:)``), any

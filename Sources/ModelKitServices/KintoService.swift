@@ -466,6 +466,8 @@ public final class KintoService: ModelService {
             return ServiceError(.unauthorized(body["message"]?.stringValue ?? ""))
         case 403:
             return ServiceError(.forbidden(body["message"]?.stringValue ?? ""))
+        case 507:
+            return ServiceError(.quotaExceeded(body["message"]?.stringValue ?? ""))
         default:
             let message = body["message"]?.stringValue ?? ""
             let retryAfter = headers.first(where: { $0.key.lowercased() == "retry-after" }).flatMap { Int($0.value) }

@@ -60,6 +60,16 @@ extension ServiceError {
         ServiceError(.httpStatus(statusCode, message), record: record)
     }
 
+    /// ``Code/quotaExceeded`` (status 507): the backend has no room for the write (a quota used
+    /// up, or storage full). `message` is the server's, if it gave one.
+    ///
+    /// ```swift
+    /// guard used + bytes <= limit else { throw ServiceError.quotaExceeded(message: "\(limit) bytes used", record: id) }
+    /// ```
+    public static func quotaExceeded(message: String = "", record: RecordID? = nil) -> ServiceError {
+        ServiceError(.quotaExceeded(message), record: record)
+    }
+
     /// ``Code/conflict`` (status 412): the record's version on the server is not the one the
     /// write expected, or a create found the record exists. `serverVersion` is the server's
     /// version, when known: ``ServiceError/serverVersion`` hands it to the app.

@@ -64,6 +64,11 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case fileTooLarge
         /// The server does not accept files of this kind (by the name's extension).
         case unsupportedFileType
+        /// The server has no room for the write: a quota of the account, bucket or collection is
+        /// used up, or its storage is full (HTTP 507 Insufficient Storage, what Kinto's quotas
+        /// plugin answers). Not retried: the same write fails again until records or files are
+        /// deleted or the quota is raised.
+        case quotaExceeded
         /// A file on this device could not be read or written (the upload's source, the
         /// download's destination), or a downloaded file is not the one uploaded (its length or
         /// SHA-256 differ): nothing is left at the destination.
@@ -95,6 +100,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case pendingChanges(count: Int, reason: String)
         case fileTooLarge(String)
         case unsupportedFileType(String)
+        case quotaExceeded(String)
         case fileFailed(expected: String, found: String)
     }
 
@@ -147,13 +153,15 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .pendingChanges: .pendingChanges
         case .fileTooLarge: .fileTooLarge
         case .unsupportedFileType: .unsupportedFileType
+        case .quotaExceeded: .quotaExceeded
         case .fileFailed: .fileFailed
         }
     }
 
     /// The HTTP status of an answer the server gave: for ``Code/httpStatus``,
     /// ``Code/serverError``, ``Code/rateLimited``, ``Code/unauthorized`` (401),
-    /// ``Code/forbidden`` (403), ``Code/conflict`` (412) and ``Code/notFound`` (404).
+    /// ``Code/forbidden`` (403), ``Code/conflict`` (412), ``Code/notFound`` (404) and
+    /// ``Code/quotaExceeded`` (507).
     public var statusCode: Int? {
         switch kind {
         case .httpStatus(let status, _), .serverError(let status, _): status
@@ -162,6 +170,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .forbidden: 403
         case .conflict: 412
         case .notFound: 404
+        case .quotaExceeded: 507
         default: nil
         }
     }
@@ -247,6 +256,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             return "expected a file the server accepts\(subject) but it is too large: \(message)"
         case .unsupportedFileType(let message):
             return "expected a kind of file the server accepts\(subject): \(message)"
+        case .quotaExceeded(let message):
+            return "expected room on the server for the write\(subject) but its quota or storage is full (HTTP 507)"
+                + (message.isEmpty ? "" : ": \(message)")
         case .fileFailed(let expected, let found):
             return "file\(subject): expected \(expected) but found \(found)"
         }

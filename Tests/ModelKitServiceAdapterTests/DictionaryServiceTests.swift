@@ -60,6 +60,7 @@ struct DictionaryServiceTests {
             (.notSupported("password reset", record: id), .notSupported), (.notConfigured(record: id), .notConfigured),
             (.invalidQuery("unknown key 'x'", record: id), .invalidQuery),
             (.queryTooBroad(maximum: 10, record: id), .queryTooBroad),
+            (.quotaExceeded(message: "1 MB used", record: id), .quotaExceeded),
         ]
         for (error, code) in errors {
             #expect(error.code == code)
@@ -78,6 +79,7 @@ struct DictionaryServiceTests {
         #expect(ServiceError.serverError(statusCode: 502).statusCode == 502)
         #expect(ServiceError.httpStatus(400).statusCode == 400)
         #expect(ServiceError.notFound().statusCode == 404)
+        #expect(ServiceError.quotaExceeded().statusCode == 507)
         #expect(
             ServiceError.invalidResponse(expected: "an integer at data.v", found: "\"x\"").description
                 == "invalid response: expected an integer at data.v but found \"x\"")

@@ -686,7 +686,7 @@ struct RetryPolicyTests {
     @Test("Only statuses that say 'not now' are retried")
     func retryableStatuses() {
         for status in [429, 500, 502, 503, 504, 599] { #expect(HTTPClient.isRetryable(status: status), "\(status)") }
-        for status in [200, 201, 304, 400, 401, 403, 404, 409, 412, 501, 505] {
+        for status in [200, 201, 304, 400, 401, 403, 404, 409, 412, 501, 505, 507] {
             #expect(!HTTPClient.isRetryable(status: status), "\(status)")
         }
     }

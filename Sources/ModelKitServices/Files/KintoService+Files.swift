@@ -43,7 +43,8 @@ extension KintoService {
     ///     file's length.
     /// - Throws: ``ServiceError``: ``ServiceError/Code/fileFailed`` when the file cannot be
     ///   read, ``ServiceError/Code/fileTooLarge`` and ``ServiceError/Code/unsupportedFileType``
-    ///   when the server refuses it, ``ServiceError/Code/invalidModel`` for a name with quotes,
+    ///   when the server refuses it, ``ServiceError/Code/quotaExceeded`` when it has no room left
+    ///   (sent once, not retried), ``ServiceError/Code/invalidModel`` for a name with quotes,
     ///   backslashes or control characters or a media type that is not `type/subtype`,
     ///   ``ServiceError/Code/invalidResponse`` when the server's description of the file does not
     ///   match the bytes sent or points to another origin, and the network and server errors

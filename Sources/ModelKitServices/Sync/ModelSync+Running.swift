@@ -7,10 +7,11 @@ import ModelKit
 extension ModelSync {
     /// Syncs now, then every `interval`, until the calling task is cancelled: put it in a
     /// SwiftUI `.task` or a task the app keeps. After a failure that may pass (the server
-    /// unreachable or failing, too many requests), the next attempt waits twice as long as the
-    /// one before (from `interval`, at most `maximumBackoff`), or as long as the server asked
-    /// (`Retry-After`) if that is longer; a sync that succeeds goes back to `interval`. Syncs
-    /// started by ``sync(progress:isolation:)`` meanwhile wait for each other, never run at once.
+    /// unreachable or failing, too many requests, no room left), the next attempt waits twice as
+    /// long as the one before (from `interval`, at most `maximumBackoff`), or as long as the
+    /// server asked (`Retry-After`) if that is longer; a sync that succeeds goes back to
+    /// `interval`. Syncs started by ``sync(progress:isolation:)`` meanwhile wait for each other,
+    /// never run at once.
     ///
     /// ```swift
     /// .task { try? await sync.syncPeriodically(every: .seconds(60)) }
@@ -32,8 +33,10 @@ extension ModelSync {
             } catch let error as ServiceError {
                 switch error.code {
                 case .cancelled: return
+                // A quota used up may be freed (by another device's deletes, or the server's
+                // owner), so it is waited out with the same growing waits as a failing server.
                 case .unreachable, .timedOut, .serverError, .rateLimited, .conflict, .httpStatus, .invalidResponse,
-                    .notAttempted:
+                    .notAttempted, .quotaExceeded:
                     wait = min(max(wait * 2, error.retryAfter ?? .zero), max(maximumBackoff, interval))
                 default:
                     throw error
