@@ -165,11 +165,7 @@ extension SyncTests {
         let (direct, proxy, device) = try await Self.deviceThroughProxy()
         device.sync.lookBack = Self.raceLookBack
         defer { proxy.stop() }
-        let mine = Writer.instance(objectId: "x", in: device.context)
-        mine.name = "Mine, never landed"
-        try await device.store.save()
-        try await proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 3]])
-        await #expect(throws: ServiceError.self) { try await device.sync.sync() }
+        let mine = try await Self.writerThatNeverLanded("x", named: "Mine, never landed", on: device, through: proxy)
 
         // Another device makes its own writer "x".
         let other = try Device(service: direct)
@@ -250,11 +246,7 @@ extension SyncTests {
         let (direct, proxy, device) = try await Self.deviceThroughProxy()
         device.sync.lookBack = Self.raceLookBack
         defer { proxy.stop() }
-        let mine = Writer.instance(objectId: "y", in: device.context)
-        mine.name = "Mine, never landed"
-        try await device.store.save()
-        try await proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 3]])
-        await #expect(throws: ServiceError.self) { try await device.sync.sync() }
+        let mine = try await Self.writerThatNeverLanded("y", named: "Mine, never landed", on: device, through: proxy)
         try await Self.writeAgain(
             ModelValue.Object([("name", "From the web")]), as: "y", in: "Writer", at: Int64(Date().timeIntervalSince1970 * 1000),
             bucket: direct.bucket)

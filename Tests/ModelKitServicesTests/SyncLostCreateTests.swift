@@ -54,13 +54,7 @@ extension SyncTests {
     func deleteOfACreateThatNeverLandedIsForgotten() async throws {
         let (bucketService, proxy, device) = try await Self.deviceThroughProxy()
         defer { proxy.stop() }
-        let never = Writer.instance(objectId: "never", in: device.context)
-        never.name = "Never landed"
-        try await device.store.save()
-
-        // Refused before the server sees it, on every attempt.
-        try await proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 3]])
-        await #expect(throws: ServiceError.self) { try await device.sync.sync() }
+        let never = try await Self.writerThatNeverLanded("never", named: "Never landed", on: device, through: proxy)
         #expect(try await Self.serverRecord(bucketService, "Writer", "never") == nil)
 
         never.removeFromContext()

@@ -79,6 +79,20 @@ struct SyncTests {
         }
     }
 
+    /// A writer `objectId` named `name`, saved in `device`'s store, whose create a sync sent but
+    /// never landed: the proxy drops the batch before the server sees it, on each of the
+    /// service's 3 attempts, and the sync fails.
+    static func writerThatNeverLanded(
+        _ objectId: String, named name: String, on device: Device, through proxy: FaultProxy
+    ) async throws -> Writer {
+        let writer = Writer.instance(objectId: objectId, in: device.context)
+        writer.name = name
+        try await device.store.save()
+        try await proxy.inject([["match": "POST /v1/batch", "action": "drop", "times": 3]])
+        await #expect(throws: ServiceError.self) { try await device.sync.sync() }
+        return writer
+    }
+
     @Test("Models made offline are pushed by a sync, and another device pulls them with their references")
     func pushAndPull() async throws {
         let (one, two) = try await Self.twoDevices()
