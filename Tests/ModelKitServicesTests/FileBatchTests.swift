@@ -51,7 +51,7 @@ struct FileBatchTests {
 
         // Back down with a Foundation Progress for the batch, through another service.
         let server = try await KintoServer.shared.value
-        let reader = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        let reader = server.service(bucket: service.bucket)
         let progress = Progress(totalUnitCount: 0)
         let pairs = files.map { (file: $0, destination: folder.appendingPathComponent($0.name)) }
         try await reader.download(pairs, maximumConcurrentTransfers: 4, progress: progress)

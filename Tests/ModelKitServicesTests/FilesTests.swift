@@ -112,7 +112,7 @@ struct FilesTests {
             let made = try await server.request("PUT", path, body: ["data": [:]])
             #expect(made.status == 200 || made.status == 201, "\(made)")
         }
-        let small = KintoService(url: server.url, bucket: "modelkit-small-files", user: server.user, password: server.password)
+        let small = server.service(bucket: "modelkit-small-files")
         _ = try await small.upload(Self.bytes(1024, seed: 2), name: "fits.bin")
         let large = await #expect(throws: ServiceError.self) {
             _ = try await small.upload(Self.bytes(1025, seed: 3), name: "large.bin")

@@ -222,6 +222,9 @@ struct KintoServer: Sendable {
         return bucket
     }
 
+    /// A service of the test account on `bucket`. Every service a test makes on the shared
+    /// server has this time limit, 120 s: with all the service suites on PostgreSQL at once on two
+    /// cores, a CI run saw a read wait more than the default 30 s.
     func service(bucket: String) -> KintoService {
         KintoService(url: url, bucket: bucket, user: user, password: password, timeout: .seconds(120))
     }

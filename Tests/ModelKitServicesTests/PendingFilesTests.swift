@@ -79,7 +79,7 @@ struct PendingFilesTests {
 
         // Another device, with a service of its own, fetches the record and downloads the file.
         let server = try await KintoServer.shared.value
-        let reader = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        let reader = server.service(bucket: service.bucket)
         let context = ModelContext()
         let fetched = Document.instance(objectId: "d1", in: context)
         try await reader.fetch(fetched)
@@ -101,7 +101,7 @@ struct PendingFilesTests {
         #expect(device.pendingNames == [one.id, two.id].sorted())
 
         let server = try await KintoServer.shared.value
-        let relaunched = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        let relaunched = server.service(bucket: service.bucket)
         device = try device.relaunch(service: relaunched)
         #expect(relaunched.isPending(one) && relaunched.isPending(two))
         let report = try await device.sync.sync()
@@ -109,7 +109,7 @@ struct PendingFilesTests {
         #expect(device.pendingNames.isEmpty)
 
         let reader = try Device(
-            service: KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password))
+            service: server.service(bucket: service.bucket))
         defer { try? FileManager.default.removeItem(at: reader.folder) }
         try await reader.sync.sync()
         let pulled = try #require(reader.document("d2"))
@@ -139,7 +139,7 @@ struct PendingFilesTests {
         let report = try await device.sync.sync()
         #expect(report.pushed == 1 && !service.isPending(file))
         let server = try await KintoServer.shared.value
-        let direct = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        let direct = server.service(bucket: service.bucket)
         #expect(try await Self.downloaded(file, by: direct) == Data("later".utf8))
     }
 
@@ -189,7 +189,7 @@ struct PendingFilesTests {
         try Data("half".utf8).write(to: young)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: crashed.path)
         let server = try await KintoServer.shared.value
-        let relaunched = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        let relaunched = server.service(bucket: service.bucket)
         relaunched.pendingFilesFolder = service.pendingFilesFolder
         let newer = try relaunched.makeFile(Data("new".utf8), name: "new.txt")
         let sixth = Document.instance(objectId: "d6", in: device.context)
@@ -208,7 +208,8 @@ struct PendingFilesTests {
         var components = try #require(URLComponents(url: server.url, resolvingAgainstBaseURL: false))
         components.host = "localhost"
         let byName = KintoService(
-            url: try #require(components.url), bucket: service.bucket, user: server.user, password: server.password)
+            url: try #require(components.url), bucket: service.bucket, user: server.user, password: server.password,
+            timeout: .seconds(120))
         let location = try await byName.location(of: file)
         #expect(location.host == "localhost")
         #expect(try await Self.downloaded(file, by: byName) == Data("by name".utf8))
@@ -233,7 +234,7 @@ struct PendingFilesTests {
         try await service.save(document)
         #expect(!offline.isPending(kept) && device.pendingNames.isEmpty)
         let server = try await KintoServer.shared.value
-        let reader = KintoService(url: server.url, bucket: service.bucket, user: server.user, password: server.password)
+        let reader = server.service(bucket: service.bucket)
         #expect(try await Self.downloaded(kept, by: reader) == Data("kept".utf8))
     }
 }

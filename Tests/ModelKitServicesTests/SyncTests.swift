@@ -374,7 +374,7 @@ struct SyncTests {
         one.writer("w")?.name = "Pending"
         let server = try await KintoServer.shared.value
         let other = KintoService(
-            url: server.url, bucket: one.service.bucket, user: "someone-else", password: "x", timeout: .seconds(60))
+            url: server.url, bucket: one.service.bucket, user: "someone-else", password: "x", timeout: .seconds(120))
         let sync = ModelSync(store: one.store, service: other, models: [Writer.self, Article.self])
         let error = await #expect(throws: ServiceError.self) { try await sync.sync() }
         #expect(error?.code == .pendingChanges)
@@ -424,7 +424,7 @@ struct SyncTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try ModelStore(url: folder.appendingPathComponent("refused.store"))
         let refused = KintoService(
-            url: server.url, bucket: one.service.bucket, user: server.user, password: "wrong", timeout: .seconds(60))
+            url: server.url, bucket: one.service.bucket, user: server.user, password: "wrong", timeout: .seconds(120))
         let sync = ModelSync(store: store, service: refused, models: [Writer.self, Article.self])
         let error = await #expect(throws: ServiceError.self) { try await sync.syncPeriodically(every: .milliseconds(10)) }
         #expect(error?.code == .unauthorized)

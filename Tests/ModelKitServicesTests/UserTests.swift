@@ -529,7 +529,8 @@ struct UserTests {
         // In Alice's bucket, named by its id, Bob is refused.
         let url = try await Self.server().url
         let bob = KintoService(
-            url: url, bucket: aliceBucket, user: bobCredentials.username, password: bobCredentials.password)
+            url: url, bucket: aliceBucket, user: bobCredentials.username, password: bobCredentials.password,
+            timeout: .seconds(120))
         try await Self.attack(objectId, through: bob, expecting: [.forbidden])
 
         let after = try await Self.request("GET", path, as: aliceCredentials)
