@@ -119,17 +119,19 @@ struct HostileServerTests {
 
     // MARK: Answers over the limit
 
-    /// What the child process reported: each line's first word and the rest.
-    static func runChild(_ arguments: [String]) async throws -> [String: [String]] {
+    /// What the child process reported: each line's first word and the rest, and a line "EXIT"
+    /// with how it ended ("exit 0", or "uncaughtSignal 9" when the backstop killed it).
+    static func runChild(_ arguments: [String], backstop: Duration = .seconds(300)) async throws -> [String: [String]] {
         let child = try #require(
             ChildProcess.builtExecutable(named: "ServiceClientChild"), "the ServiceClientChild executable was not built")
-        // Bounded: a child that hangs is killed after five minutes, which ends the read.
-        let text = try await ChildProcess.offCooperativeThreads {
-            let process = try ChildProcess(child, arguments, output: .standardOutput)
-            defer { process.waitUntilExit() }
-            return process.readToEnd()
+        // Bounded: a child that hangs is killed after `backstop`, which ends the read.
+        let (text, reason, status) = try await ChildProcess.offCooperativeThreads {
+            let process = try ChildProcess(child, arguments, output: .standardOutput, backstop: backstop)
+            let text = process.readToEnd()
+            let (reason, status) = process.waitUntilExit()
+            return (text, reason == .exit ? "exit" : "uncaughtSignal", status)
         }
-        var lines: [String: [String]] = [:]
+        var lines: [String: [String]] = ["EXIT": [reason, "\(status)"]]
         for line in text.split(separator: "\n") {
             let words = line.split(separator: " ").map(String.init)
             if let first = words.first { lines[first] = Array(words.dropFirst()) }

@@ -8,7 +8,15 @@ import ModelKitServices
 //
 //     ServiceClientChild URL BUCKET USER PASSWORD LIMIT
 //
-// Prints lines "BASELINE_KB n", "FIRST code seconds", "NEXT code seconds", "PEAK_KB n".
+// Prints lines "BASELINE_KB n", "FIRST code seconds", "NEXT code seconds", "PEAK_KB n"; in its
+// "files" mode, "UPLOADED bytes", "UPLOAD_SECONDS s", "DOWNLOADED bytes", "DOWNLOAD_SECONDS s"
+// or "FAILED error" between the two memory lines.
+
+/// Writes a line of `items` to standard output at once, unbuffered, so that a child killed by the
+/// test's backstop still says how far it got (`print` to a pipe is flushed only at exit).
+func say(_ items: Any...) {
+    FileHandle.standardOutput.write(Data((items.map { "\($0)" }.joined(separator: " ") + "\n").utf8))
+}
 
 /// The process's peak resident memory so far (VmHWM), in kilobytes.
 func peakKilobytes() -> Int {
@@ -31,7 +39,7 @@ func read(_ service: KintoService, _ label: String) async {
         FileHandle.standardError.write(Data("\(label): \(error)\n".utf8))
     }
     let elapsed = clock.now - start
-    print(
+    say(
         label, outcome, String(format: "%.2f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     )
 }
@@ -58,18 +66,23 @@ func transferFile(_ arguments: [String]) async {
     try? output.close()
     let service = KintoService(
         url: url, bucket: arguments[3], user: arguments[4], password: arguments[5], timeout: .seconds(240))
-    print("BASELINE_KB", peakKilobytes())
+    say("BASELINE_KB", peakKilobytes())
+    let clock = ContinuousClock()
+    var start = clock.now
     do {
         let file = try await service.upload(contentsOf: source)
-        print("UPLOADED", file.size)
+        say("UPLOADED", file.size)
+        say("UPLOAD_SECONDS", (clock.now - start).components.seconds)
+        start = clock.now
         let copy = folder.appendingPathComponent("copy.bin")
         try await service.download(file, to: copy)
         let size = (try FileManager.default.attributesOfItem(atPath: copy.path)[.size] as? NSNumber)?.int64Value ?? -1
-        print("DOWNLOADED", size)
+        say("DOWNLOADED", size)
+        say("DOWNLOAD_SECONDS", (clock.now - start).components.seconds)
     } catch {
-        print("FAILED", "\(error)".replacingOccurrences(of: "\n", with: " "))
+        say("FAILED", "\(error)".replacingOccurrences(of: "\n", with: " "))
     }
-    print("PEAK_KB", peakKilobytes())
+    say("PEAK_KB", peakKilobytes())
 }
 
 let arguments = CommandLine.arguments
@@ -86,7 +99,7 @@ guard arguments.count == 6, let url = URL(string: arguments[1]), let limit = Int
 let service = KintoService(
     url: url, bucket: arguments[2], user: arguments[3], password: arguments[4], timeout: .seconds(240),
     retry: .never, maximumResponseBytes: limit)
-print("BASELINE_KB", peakKilobytes())
+say("BASELINE_KB", peakKilobytes())
 await read(service, "FIRST")
 await read(service, "NEXT")
-print("PEAK_KB", peakKilobytes())
+say("PEAK_KB", peakKilobytes())
