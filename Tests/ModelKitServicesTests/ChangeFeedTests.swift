@@ -14,9 +14,7 @@ struct ChangeFeedTests {
     static func service(pageSize: Int = 1_000) async throws -> KintoService {
         let server = try await KintoServer.shared.value
         let fresh = try await KintoServer.freshService(collections: [collection])
-        return KintoService(
-            url: server.url, bucket: fresh.bucket, user: server.user, password: server.password, timeout: .seconds(120),
-            pageSize: pageSize)
+        return server.service(bucket: fresh.bucket, pageSize: pageSize)
     }
 
     static func id(_ name: String) -> RecordID { RecordID(collection: collection, id: name) }

@@ -20,8 +20,7 @@ struct ConcurrentClientsTests {
 
     /// A client: its own service (connections, counters) on `server`'s bucket.
     static func client(_ server: KintoServer, bucket: String) -> KintoService {
-        KintoService(
-            url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(120), retry: retry)
+        server.service(bucket: bucket, retry: retry)
     }
 
     /// A writer named `name` with `articles` articles, none saved: one batch of `articles + 1`.

@@ -174,9 +174,7 @@ func momentService(pageSize: Int = 1_000) async throws -> KintoService {
     try ModelRegistry.register(Moment.self, MomentList.self)
     let fresh = try await KintoServer.freshService(collections: ["Moment", "MomentList"])
     let server = try await KintoServer.shared.value
-    return KintoService(
-        url: server.url, bucket: fresh.bucket, user: server.user, password: server.password, timeout: .seconds(300),
-        pageSize: pageSize)
+    return server.service(bucket: fresh.bucket, timeout: .seconds(300), pageSize: pageSize)
 }
 
 /// Saves `moments`, 50 to a list.

@@ -25,8 +25,7 @@ func spotService(pageSize: Int = 1_000) async throws -> KintoService {
     try ModelRegistry.register(Spot.self, SpotList.self)
     let server = try await KintoServer.shared.value
     let bucket = try await server.makeBucket(prefix: "g", collections: ["Spot", "SpotList"])
-    return KintoService(
-        url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(300), pageSize: pageSize)
+    return server.service(bucket: bucket, timeout: .seconds(300), pageSize: pageSize)
 }
 
 /// Saves `spots`, 50 to a list. On Kinto's PostgreSQL backend a batch refused with 409 "please

@@ -24,10 +24,14 @@ struct HostileServerTests {
         defer { elsewhere.stop() }
         let target = "http://127.0.0.1:\(elsewhere.url.port ?? 0)/v1"
         try await rig.proxy.inject([
-            ["match": "GET /v1/buckets", "action": "status", "status": .int(Int64(status)),
-             "headers": ["Location": .string(target + "/buckets/stolen")]],
-            ["match": "POST /v1/batch", "action": "status", "status": .int(Int64(status)),
-             "headers": ["Location": .string(target + "/batch")]],
+            [
+                "match": "GET /v1/buckets", "action": "status", "status": .int(Int64(status)),
+                "headers": ["Location": .string(target + "/buckets/stolen")],
+            ],
+            [
+                "match": "POST /v1/batch", "action": "status", "status": .int(Int64(status)),
+                "headers": ["Location": .string(target + "/batch")],
+            ],
         ])
         let (source, saved) = try await FaultTests.savedGraph(on: rig.direct)
         defer { withExtendedLifetime(source) {} }
@@ -69,7 +73,10 @@ struct HostileServerTests {
         // An absolute path for the read, a relative reference for the batch (resolved against
         // the request's URL, not the host alone).
         try await rig.proxy.inject([
-            ["match": "GET /v1/buckets", "action": "status", "status": 307, "headers": ["Location": .string(Self.encodingLast(path))]],
+            [
+                "match": "GET /v1/buckets", "action": "status", "status": 307,
+                "headers": ["Location": .string(Self.encodingLast(path))],
+            ],
             ["match": "POST /v1/batch", "action": "status", "status": 308, "headers": ["Location": "batc%68"]],
         ])
         let context = ModelContext()
@@ -150,8 +157,10 @@ struct HostileServerTests {
         defer { proxy.stop() }
         // 2 GiB of body (for gzip, what it inflates to; about 2 MB cross the wire).
         try await proxy.inject([
-            ["match": "GET /v1/buckets", "action": "oversize", "bytes": .int(2 << 30), "declare": false,
-             "chunked": .bool(framing == "chunked"), "gzip": .bool(framing == "gzip")]
+            [
+                "match": "GET /v1/buckets", "action": "oversize", "bytes": .int(2 << 30), "declare": false,
+                "chunked": .bool(framing == "chunked"), "gzip": .bool(framing == "gzip"),
+            ]
         ])
         let report = try await Self.runChild([
             proxy.url.absoluteString, "default", proxy.server.user, proxy.server.password, "\(limit)",

@@ -223,10 +223,14 @@ struct KintoServer: Sendable {
     }
 
     /// A service of the test account on `bucket`. Every service a test makes on the shared
-    /// server has this time limit, 120 s: with all the service suites on PostgreSQL at once on two
-    /// cores, a CI run saw a read wait more than the default 30 s.
-    func service(bucket: String) -> KintoService {
-        KintoService(url: url, bucket: bucket, user: user, password: password, timeout: .seconds(120))
+    /// server has at least this time limit, 120 s: with all the service suites on PostgreSQL at
+    /// once on two cores, a CI run saw a read wait more than the default 30 s. Tests that send
+    /// thousands of records at once ask for more.
+    func service(
+        bucket: String, timeout: Duration = .seconds(120), retry: RetryPolicy = RetryPolicy(), pageSize: Int = 1_000
+    ) -> KintoService {
+        KintoService(
+            url: url, bucket: bucket, user: user, password: password, timeout: timeout, retry: retry, pageSize: pageSize)
     }
 
     /// A request made by hand (another client), with the test account's credentials.

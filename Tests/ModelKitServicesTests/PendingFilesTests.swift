@@ -119,28 +119,39 @@ struct PendingFilesTests {
 
     @Test("A file upload that fails stops the push before any record: the record waits, and the next sync sends both")
     func failedUploadWritesNoRecord() async throws {
+        // Each of the service's 3 tries of the upload fails.
+        let failed = try await Self.expectUploadRefused(
+            by: ["match": "POST /v1/buckets", "action": "status", "status": 503, "times": 3], tries: 3)
+        #expect(failed?.code == .httpStatus || failed?.code == .serverError, "\(String(describing: failed))")
+    }
+
+    /// Saves a document naming a pending file on a device whose service goes through a proxy,
+    /// has the proxy refuse uploads by `rule`, and checks what a refused upload must leave: the
+    /// sync fails after `tries` upload requests and sends no record, the file and the record stay
+    /// pending, and the next sync sends both and the file comes back intact. Returns the failed
+    /// sync's error, for the caller to check its code.
+    static func expectUploadRefused(by rule: ModelValue, tries: Int) async throws -> ServiceError? {
         let (service, proxy) = try await FilesTests.throughProxy()
         defer { proxy.stop() }
         let device = try Device(service: service)
         defer { try? FileManager.default.removeItem(at: device.folder) }
         let file = try service.makeFile(Data("later".utf8), name: "later.txt", contentType: "text/plain")
-        let document = Document.instance(objectId: "d3", in: device.context)
+        let document = Document.instance(in: device.context)
         document.file = file
         try await device.store.save()
 
-        // Each of the service's 3 tries of the upload fails.
-        try await proxy.inject([["match": "POST /v1/buckets", "action": "status", "status": 503, "times": 3]])
+        try await proxy.inject([rule])
         let failed = await #expect(throws: ServiceError.self) { try await device.sync.sync() }
-        #expect(failed?.code == .httpStatus || failed?.code == .serverError, "\(String(describing: failed))")
-        #expect(try await proxy.count("POST /v1/buckets") == 3)
+        #expect(try await proxy.count("POST /v1/buckets") == tries)
         #expect(try await proxy.count("POST /v1/batch") == 0, "no record was sent")
         #expect(service.isPending(file) && device.sync.pendingChangeCount == 1)
+        #expect(device.pendingNames == [file.id])
 
         let report = try await device.sync.sync()
         #expect(report.pushed == 1 && !service.isPending(file))
         let server = try await KintoServer.shared.value
-        let direct = server.service(bucket: service.bucket)
-        #expect(try await Self.downloaded(file, by: direct) == Data("later".utf8))
+        #expect(try await Self.downloaded(file, by: server.service(bucket: service.bucket)) == Data("later".utf8))
+        return failed
     }
 
     @Test("A pending copy whose bytes changed is refused with the file's name, and the save writes nothing")

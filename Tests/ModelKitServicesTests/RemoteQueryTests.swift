@@ -37,8 +37,7 @@ func queryService(pageSize: Int = 1_000) async throws -> KintoService {
     try ModelRegistry.register(Sample.self, Keeper.self)
     let server = try await KintoServer.shared.value
     let bucket = try await server.makeBucket(prefix: "q", collections: ["Sample", "Keeper"])
-    return KintoService(
-        url: server.url, bucket: bucket, user: server.user, password: server.password, timeout: .seconds(120), pageSize: pageSize)
+    return server.service(bucket: bucket, pageSize: pageSize)
 }
 
 @Suite("Queries on a real Kinto server", .enabled(if: serviceTestsEnabled, serviceTestsSkipped), .hangBackstop)

@@ -148,9 +148,7 @@ extension SyncTests {
         let (one, _) = try await Self.twoDevices()
         let server = try await KintoServer.shared.value
         // A device whose pages hold one change each.
-        let paged = KintoService(
-            url: server.url, bucket: one.service.bucket, user: server.user, password: server.password, timeout: .seconds(120),
-            pageSize: 1)
+        let paged = server.service(bucket: one.service.bucket, pageSize: 1)
         let three = try Device(service: paged)
         let room = try await Self.makeRoom(paged, "Article", "filler", copying: "a2")
         _ = try await three.sync.sync()
