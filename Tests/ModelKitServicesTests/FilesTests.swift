@@ -271,6 +271,30 @@ extension FilesTests {
 }
 
 extension FilesTests {
+    @Test(
+        "A download whose writes fail midway (a process limited to 2 MiB files, as a full disk) fails typed and leaves nothing, from the server and from a pending copy"
+    )
+    func downloadThatCannotWrite() async throws {
+        let service = try await Self.service()
+        let server = try await KintoServer.shared.value
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // In a process of its own: the limit is the process's.
+        let lines = try await HostileServerTests.runChild([
+            "write-limit", server.url.absoluteString, service.bucket, server.user, server.password, folder.path,
+        ])
+        #expect(lines["EXIT"] == ["exit", "0"] && lines["SETUP_FAILED"] == nil, "\(lines)")
+        for label in ["SERVER", "PENDING"] {
+            #expect(lines[label]?.first == "fileFailed", "\(label): \(lines)")
+            // The write's own failure, not a hash or length check after a silent short write.
+            #expect(lines[label]?.contains { $0.contains("large") || $0.contains("27") } == true, "\(label): \(lines)")
+        }
+        #expect(lines["LEFT"] == ["0"], "no partial file left beside the destinations: \(lines)")
+        print("past the write limit, from the server:", lines["SERVER"]?.joined(separator: " ") ?? "?")
+    }
+}
+
+extension FilesTests {
     @Test("Deleting a model that names a file leaves the file; deleting the file's own record removes its bytes")
     func filesOfDeletedModels() async throws {
         try ModelRegistry.register(Document.self)

@@ -10,7 +10,8 @@ import ModelKitServices
 //
 // Prints lines "BASELINE_KB n", "FIRST code seconds", "NEXT code seconds", "PEAK_KB n"; in its
 // "files" mode, "UPLOADED bytes", "UPLOAD_SECONDS s", "DOWNLOADED bytes", "DOWNLOAD_SECONDS s"
-// or "FAILED error" between the two memory lines.
+// or "FAILED error" between the two memory lines; in its "write-limit" mode, "SERVER code error",
+// "PENDING code error" (or "downloaded") and "LEFT count names".
 
 /// Writes a line of `items` to standard output at once, unbuffered, so that a child killed by the
 /// test's backstop still says how far it got (`print` to a pipe is flushed only at exit).
@@ -85,9 +86,69 @@ func transferFile(_ arguments: [String]) async {
     say("PEAK_KB", peakKilobytes())
 }
 
+/// Downloads a file of 8 MiB, from the server and from a pending copy, with the process allowed
+/// to write files of at most 2 MiB (RLIMIT_FSIZE), as a full disk would stop it, and reports how
+/// each ended and what was left in the destination's folder: every write past the limit fails
+/// (EFBIG), and the download must fail typed, leaving nothing.
+func downloadPastWriteLimit(_ arguments: [String]) async {
+    guard arguments.count == 7, let url = URL(string: arguments[2]) else {
+        FileHandle.standardError.write(
+            Data("usage: ServiceClientChild write-limit URL BUCKET USER PASSWORD FOLDER\n".utf8))
+        exit(2)
+    }
+    let folder = URL(fileURLWithPath: arguments[6])
+    let destinations = folder.appendingPathComponent("downloads")
+    let service = KintoService(
+        url: url, bucket: arguments[3], user: arguments[4], password: arguments[5], timeout: .seconds(240))
+    service.pendingFilesFolder = folder.appendingPathComponent("pending")
+    var state: UInt64 = 0x2545_F491_4F6C_DD1D
+    let bytes = Data(
+        (0..<(8 << 20)).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        })
+    let uploaded: ServiceFile
+    let pending: ServiceFile
+    do {
+        try FileManager.default.createDirectory(at: destinations, withIntermediateDirectories: true)
+        uploaded = try await service.upload(bytes, name: "uploaded.bin")
+        pending = try service.makeFile(bytes, name: "pending.bin")
+    } catch {
+        say("SETUP_FAILED", "\(error)".replacingOccurrences(of: "\n", with: " "))
+        return
+    }
+    #if canImport(Glibc)
+        // A write past the limit raises SIGXFSZ, which would end the process: ignored, the
+        // write fails with EFBIG instead.
+        signal(SIGXFSZ, SIG_IGN)
+        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        var limit = rlimit()
+        getrlimit(resource, &limit)
+        limit.rlim_cur = min(limit.rlim_max, 2 << 20)
+        guard setrlimit(resource, &limit) == 0 else {
+            say("SETUP_FAILED", "setrlimit")
+            return
+        }
+    #endif
+    for (label, file) in [("SERVER", uploaded), ("PENDING", pending)] {
+        do {
+            try await service.download(file, to: destinations.appendingPathComponent("\(label).bin"))
+            say(label, "downloaded")
+        } catch {
+            say(label, "\(error.code)", "\(error)".replacingOccurrences(of: "\n", with: " "))
+        }
+    }
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: destinations.path)) ?? ["unreadable"]
+    say("LEFT", left.count, left.joined(separator: " "))
+}
+
 let arguments = CommandLine.arguments
 if arguments.count > 1, arguments[1] == "files" {
     await transferFile(arguments)
+    exit(0)
+}
+if arguments.count > 1, arguments[1] == "write-limit" {
+    await downloadPastWriteLimit(arguments)
     exit(0)
 }
 guard arguments.count == 6, let url = URL(string: arguments[1]), let limit = Int(arguments[5]) else {

@@ -7,41 +7,53 @@ import Synchronization
 /// any size crosses with a bounded amount of memory. At most `limit` bytes are taken: a server
 /// that sends more is cut off.
 ///
-/// The delegate writes from its queue while the transfer runs; the owner reads the outcome once
-/// the transfer has ended. Each attempt of a retried request starts the file again.
+/// The delegate hands pieces over from its queue while the transfer runs; they are gathered a
+/// mebibyte at a time, and each full mebibyte is hashed and written on a queue of the sink's own,
+/// so that the transport goes on receiving meanwhile (hashing and writing inline held the
+/// delegate's queue for a third of a large download's time). At most ``buffersInFlight``
+/// mebibytes wait for that queue: a disk slower than the network stops the delegate there, which
+/// bounds the memory. The owner reads the outcome once the transfer has ended. Each attempt of a
+/// retried request starts the file again.
 final class ResponseSink: Sendable {
     struct Written: Sendable {
         let bytes: Int64
         let sha256: String
     }
 
-    private struct State {
+    /// The receiving side: what the delegate hands over, gathered.
+    private struct Gathered {
+        /// Bytes taken so far (written, being written, or waiting in `buffer`).
+        var bytes: Int64 = 0
+        /// Pieces not handed to the writing queue yet: the transport hands them over 16 KiB at a
+        /// time, and a write, a hash update and a write-back start per mebibyte cost a sixtieth
+        /// as many calls.
+        var buffer = Data()
+        /// Whether a file is open to take pieces (from `start()` to `finish()` or `discard()`).
+        var isOpen = false
+    }
+
+    /// The writing side, used on `queue` only (and by the owner once the queue is drained).
+    private struct Output {
         var handle: FileHandle?
         var hash = SHA256()
-        /// Bytes taken so far (written, or waiting in `buffer`).
-        var bytes: Int64 = 0
         /// Bytes in the file so far.
         var flushed: Int64 = 0
-        /// Pieces not written yet: the transport hands them over 16 KiB at a time, and a write,
-        /// a hash update and a write-back start per mebibyte cost a sixtieth as many calls.
-        var buffer = Data()
-        /// Why writing failed (a full disk, say): the transfer is stopped with it.
-        var failure: String?
 
-        /// Hashes and writes what waits in the buffer, and starts the disk's write-back of it,
-        /// so that the `fsync` at the end finds little left to do.
-        mutating func flush() throws {
-            guard !buffer.isEmpty, let handle else { return }
-            hash.update(buffer)
-            try handle.write(contentsOf: buffer)
-            _ = modelkit_start_writeback(handle.fileDescriptor, flushed, Int64(buffer.count))
-            flushed += Int64(buffer.count)
-            buffer.removeAll(keepingCapacity: true)
+        /// Hashes and writes `piece`, and starts the disk's write-back of it, so that the `fsync`
+        /// at the end finds little left to do.
+        mutating func write(_ piece: Data) throws {
+            guard let handle else { return }
+            hash.update(piece)
+            try handle.write(contentsOf: piece)
+            _ = modelkit_start_writeback(handle.fileDescriptor, flushed, Int64(piece.count))
+            flushed += Int64(piece.count)
         }
     }
 
-    /// How much waits in memory before it is written.
+    /// How much is gathered before it is handed to the writing queue.
     static let bufferSize = 1 << 20
+    /// How many gathered buffers may wait for, or be in, the writing queue at once.
+    static let buffersInFlight = 2
 
     /// The file the body goes to.
     let url: URL
@@ -49,7 +61,17 @@ final class ResponseSink: Sendable {
     let limit: Int64
     /// Told the bytes received so far after each piece.
     let onProgress: (@Sendable (Int64) -> Void)?
-    private let state = Mutex(State())
+    private let gathered = Mutex(Gathered())
+    private let output = Mutex(Output())
+    /// Why writing failed (a full disk, say): the transfer is stopped with it. Apart from
+    /// `output`, which the writing queue holds for a mebibyte's hash and write, so that the
+    /// delegate's check of each piece doesn't wait for that.
+    private let writeFailure = Mutex<String?>(nil)
+    /// Hashes and writes the gathered buffers, in order.
+    private let queue = DispatchQueue(label: "ModelKitServices.ResponseSink")
+    /// Room for buffers in flight: taken before a buffer is handed to `queue`, given back when it
+    /// is written.
+    private let room = DispatchSemaphore(value: ResponseSink.buffersInFlight)
 
     init(url: URL, limit: Int64, onProgress: (@Sendable (Int64) -> Void)? = nil) {
         self.url = url
@@ -59,40 +81,59 @@ final class ResponseSink: Sendable {
 
     /// Empties the file for a new attempt (making it if needed).
     func start() throws(ServiceError) {
-        try state.withLock { state throws(ServiceError) in
-            try? state.handle?.close()
-            state = State()
-            state.buffer.reserveCapacity(Self.bufferSize)
+        queue.sync {}  // what an earlier attempt handed over is written (to the file emptied next)
+        writeFailure.withLock { $0 = nil }
+        try output.withLock { output throws(ServiceError) in
+            try? output.handle?.close()
+            output = Output()
             guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
                 throw ServiceError(.fileFailed(expected: "a file that can be written", found: "'\(url.path)'"))
             }
             do {
-                state.handle = try FileHandle(forWritingTo: url)
+                output.handle = try FileHandle(forWritingTo: url)
             } catch {
                 throw ServiceError(.fileFailed(expected: "a file that can be written", found: "'\(url.path)': \(error)"))
             }
         }
+        gathered.withLock { gathered in
+            gathered = Gathered()
+            gathered.buffer.reserveCapacity(Self.bufferSize)
+            gathered.isOpen = true
+        }
     }
 
-    /// Takes one piece of the body; false when it cannot (over the limit, or the write failed).
+    /// Takes one piece of the body; false when it cannot (over the limit, or a write failed).
     func write(_ data: Data) -> Bool {
-        let received: Int64? = state.withLock { state -> Int64? in
-            guard state.failure == nil, state.handle != nil, state.bytes + Int64(data.count) <= limit else { return nil }
-            state.buffer.append(data)
-            state.bytes += Int64(data.count)
-            if state.buffer.count >= Self.bufferSize {
-                do {
-                    try state.flush()
-                } catch {
-                    state.failure = "\(error)"
-                    return nil
-                }
-            }
-            return state.bytes
+        guard failure == nil else { return false }
+        let taken: (bytes: Int64, full: Data?)? = gathered.withLock { gathered in
+            guard gathered.isOpen, gathered.bytes + Int64(data.count) <= limit else { return nil }
+            gathered.buffer.append(data)
+            gathered.bytes += Int64(data.count)
+            guard gathered.buffer.count >= Self.bufferSize else { return (gathered.bytes, nil) }
+            var full = Data()
+            full.reserveCapacity(Self.bufferSize)
+            swap(&full, &gathered.buffer)
+            return (gathered.bytes, full)
         }
-        guard let received else { return false }
-        onProgress?(received)
+        guard let taken else { return false }
+        if let full = taken.full { hand(full) }
+        onProgress?(taken.bytes)
         return true
+    }
+
+    /// Gives `buffer` to the writing queue, once there is room for it (the caller waits
+    /// meanwhile: the transfer's backpressure).
+    private func hand(_ buffer: Data) {
+        room.wait()
+        queue.async { [self] in
+            defer { room.signal() }
+            guard failure == nil else { return }
+            do {
+                try output.withLock { output in try output.write(buffer) }
+            } catch {
+                writeFailure.withLock { $0 = "\(error)" }
+            }
+        }
     }
 
     /// Takes the bytes of the local file `source`, a piece at a time, as a download takes a
@@ -108,28 +149,42 @@ final class ResponseSink: Sendable {
     }
 
     /// The failure of a write, if one failed.
-    var failure: String? { state.withLock { $0.failure } }
+    var failure: String? { writeFailure.withLock { $0 } }
 
-    /// Closes the file and gives what was written.
+    /// Writes what is left, closes the file and gives what was written.
+    ///
+    /// - Throws: ``ServiceError/Code/fileFailed`` when a write, the `fsync` or the close failed.
     func finish() throws(ServiceError) -> Written {
-        try state.withLock { state throws(ServiceError) in
+        let (bytes, rest) = gathered.withLock { gathered in
+            gathered.isOpen = false
+            return (gathered.bytes, gathered.buffer)
+        }
+        if !rest.isEmpty { hand(rest) }
+        queue.sync {}
+        if let failure { throw ServiceError(.fileFailed(expected: "a file that can be written", found: failure)) }
+        return try output.withLock { output throws(ServiceError) in
             do {
-                try state.flush()
-                try state.handle?.synchronize()
-                try state.handle?.close()
+                try output.handle?.synchronize()
+                try output.handle?.close()
             } catch {
                 throw ServiceError(.fileFailed(expected: "a file that can be written", found: "'\(url.path)': \(error)"))
             }
-            state.handle = nil
-            return Written(bytes: state.bytes, sha256: state.hash.hexDigest())
+            output.handle = nil
+            assert(output.flushed == bytes, "every gathered byte was written")
+            return Written(bytes: bytes, sha256: output.hash.hexDigest())
         }
     }
 
     /// Closes and removes the file (a failed or cancelled download leaves nothing).
     func discard() {
-        state.withLock { state in
-            try? state.handle?.close()
-            state.handle = nil
+        gathered.withLock { gathered in
+            gathered.isOpen = false
+            gathered.buffer = Data()
+        }
+        queue.sync {}
+        output.withLock { output in
+            try? output.handle?.close()
+            output.handle = nil
         }
         try? FileManager.default.removeItem(at: url)
     }
