@@ -266,7 +266,7 @@ extension FilesTests {
         }
         print(
             "264 MiB file: up in \(lines["UPLOAD_SECONDS"]?.first ?? "?") s, down in \(lines["DOWNLOAD_SECONDS"]?.first ?? "?") s,",
-            "peak memory grew by \(peak - baseline) KiB")
+            "peak memory grew by \(peak - baseline) KiB (\(lines["UPLOAD_PEAK_KB"]?.first.flatMap { Int($0) }.map { "\($0 - baseline)" } ?? "?") KiB by the upload's end)")
     }
 }
 

@@ -74,6 +74,7 @@ func transferFile(_ arguments: [String]) async {
         let file = try await service.upload(contentsOf: source)
         say("UPLOADED", file.size)
         say("UPLOAD_SECONDS", (clock.now - start).components.seconds)
+        say("UPLOAD_PEAK_KB", peakKilobytes())
         start = clock.now
         let copy = folder.appendingPathComponent("copy.bin")
         try await service.download(file, to: copy)
