@@ -69,7 +69,9 @@ extension ModelService {
                 }
                 for offset in stride(from: 0, to: valid.count, by: 100) {
                     let chunk = Array(valid[offset..<min(offset + 100, valid.count)])
-                    let found = try await records(chunk, of: collection, walk: walk, canList: &canList)
+                    let found = try await existingRecords(
+                        chunk, of: collection, maximumCandidates: walk.maximumRecords, tooMany: walk.tooMany,
+                        canList: &canList)
                     if found.count < chunk.count {
                         let foundIds = Set(found.map(\.id.id))
                         for id in chunk where !foundIds.contains(id) {
@@ -83,15 +85,6 @@ extension ModelService {
             }
         }
         return result
-    }
-
-    /// The records of `collection` with these ids that the server has: one list request (and
-    /// its pages), or one read per id when the backend cannot list.
-    private func records(_ ids: [String], of collection: String, walk: ReferenceWalk, canList: inout Bool)
-        async throws(ServiceError) -> [RemoteRecord]
-    {
-        try await existingRecords(
-            ids, of: collection, maximumCandidates: walk.maximumRecords, tooMany: walk.tooMany, canList: &canList)
     }
 
     /// The records of `collection` with these ids that the server has (the others are gone): one
