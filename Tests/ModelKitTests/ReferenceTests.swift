@@ -156,6 +156,57 @@ import Testing
         #expect(post.author?.posts.count == 1)
     }
 
+    @Test("An array kept after its context is gone resolves no elements, and its owner's array reads empty")
+    func arrayOutlivesContext() {
+        let tracker = LifetimeTracker()
+        var context: ModelContext? = ModelContext()
+        let author = Author.instance(in: context!)
+        for title in ["a", "b", "c"] {
+            let post = Post.instance(in: context!)
+            post.title = title
+            post.lifetime = tracker.token()
+            author.posts.append(post)
+        }
+        let kept = author.posts
+        #expect(kept.map(\.title) == ["a", "b", "c"])
+        context = nil
+        // The posts went with the context; the copy and the owner's array must not reach them.
+        #expect(tracker.liveCount == 0)
+        #expect(kept.isEmpty)
+        #expect(kept.ids.count == 3)
+        #expect(author.posts.isEmpty)
+        #expect(author.modelContext == nil)
+    }
+
+    @Test("Appending models from anywhere: the owner's context adopts new ones and the owner holds the rest")
+    func appendFromAnywhere() {
+        let context = ModelContext()
+        let other = ModelContext()
+        let author = Author.instance(in: context)
+        let here = Post.instance(in: context)
+        let fresh = Post()
+        let elsewhere = Post.instance(in: other)
+        author.posts.append(here)
+        author.posts.append(contentsOf: [fresh, elsewhere])
+        #expect(fresh.modelContext === context)
+        #expect(elsewhere.modelContext === other)
+        #expect(context.count == 3)
+        #expect(author.posts.map(\.modelId) == [here, fresh, elsewhere].map(\.modelId))
+        // A model in no context keeps what it is given alive until it joins one.
+        let loose = Author()
+        let tracker = LifetimeTracker()
+        do {
+            let post = Post()
+            post.lifetime = tracker.token()
+            loose.posts.append(post)
+        }
+        #expect(tracker.liveCount == 1)
+        #expect(loose.posts.count == 1)
+        loose.addToContext(context)
+        #expect(loose.posts.first?.modelContext === context)
+        #expect(context.count == 5)
+    }
+
     @Test("A cyclic graph is released when its context is cleared")
     func noLeakOnClear() {
         let tracker = LifetimeTracker()

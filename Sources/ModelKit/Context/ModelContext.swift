@@ -73,18 +73,24 @@ public final class ModelContext {
             return changes
         }
 
-        /// Appends `model` to its type's list, remembering its position in its storage.
-        mutating func addToTypeList<M: Model>(_ model: M) {
+        /// Appends `model` to its type's list, remembering its position in its storage. Returns
+        /// whether the list is new: the context's first model of its type.
+        @discardableResult
+        mutating func addToTypeList<M: Model>(_ model: M) -> Bool {
             let key = ObjectIdentifier(M.self)
             let list: TypeList<M>
+            let isNew: Bool
             if let existing = byType[key] {
                 list = unsafeDowncast(existing, to: TypeList<M>.self)
+                isNew = false
             } else {
                 list = TypeList<M>()
                 byType[key] = list
+                isNew = true
             }
             model.storage.box.typeSlot = list.models.count
             list.models.append(model)
+            return isNew
         }
 
         /// Removes `model`, expected at `hint`, from its type's list in O(1), moving the last model
@@ -113,7 +119,9 @@ public final class ModelContext {
 
     /// The models of one type in a context.
     final class TypeList<M: Model>: DetachableList {
-        var models: [M] = []
+        // Unchecked: only the context's own code touches a list, one access at a time, and a
+        // run-time check cost as much as the append of an insertion.
+        @exclusivity(unchecked) var models: [M] = []
 
         func detachAll() {
             models.withUnsafeBufferPointer { models in
@@ -181,8 +189,21 @@ public final class ModelContext {
         return true
     }
 
+    /// The link the context's to-many references resolve through (see ``ContextLink``); made
+    /// when the first array is handed out.
+    @exclusivity(unchecked) private var storedLink: ContextLink?
+
+    /// See ``ContextLink``. O(1).
+    var link: ContextLink {
+        if let storedLink { return storedLink }
+        let made = ContextLink(self)
+        storedLink = made
+        return made
+    }
+
     /// Models the app still holds outlive their context; their unowned pointer to it must not.
     deinit {
+        storedLink?.context = nil
         for list in registry.byType.values { (list as? any DetachableList)?.detachAll() }
     }
 
@@ -472,20 +493,24 @@ public final class ModelContext {
         let previous = model.storage.context
         if previous === self { return model }
         let previousSlot = model.storage.box.typeSlot
-        ModelRegistry.noteUse(of: M.self)
         let id = model.storage.metadata.modelId
         let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
         let generation = changeGeneration
         var countsAsInserted = false
+        var firstOfType = false
         let existing: (any Model)? = withRegistry { registry in
-            if let existing = registry.models[id] { return existing }
-            if let objectKey, let existing = registry.objectIds[objectKey] { return existing }
-            registry.models[id] = model
-            if let objectKey { registry.objectIds[objectKey] = model }
+            if let objectKey {
+                if let existing = registry.models[id] { return existing }
+                if let existing = registry.objectIds[objectKey] { return existing }
+                registry.models[id] = model
+                registry.objectIds[objectKey] = model
+            } else if let existing = registry.models.insertIfAbsent(model, for: id) {
+                return existing
+            }
             if !registry.removedIds.isEmpty, registry.removedIds.remove(id) != nil {
                 hasRemovedIds = !registry.removedIds.isEmpty
             }
-            registry.addToTypeList(model)
+            firstOfType = registry.addToTypeList(model)
             countsAsInserted = registry.log.inserted(id)
             return nil
         }
@@ -493,6 +518,8 @@ public final class ModelContext {
             // The context keeps the instance it has; `model` stays where it was.
             return existing as? M ?? model
         }
+        // Once per type and context, not per model: noting a use takes the registry's lock.
+        if firstOfType { ModelRegistry.noteUse(of: M.self) }
         // Only now that this context holds the model does it leave the one it was in.
         previous?.remove(model, typeSlot: previousSlot)
         model.storage.context = self

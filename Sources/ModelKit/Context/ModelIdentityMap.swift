@@ -123,6 +123,24 @@ struct ModelIdentityMap {
         slots[position] = UInt(bitPattern: model.toOpaque()) | tag
     }
 
+    /// Adds `model` under `id` (its own id) unless the map has a model with that id, which it
+    /// returns instead: one probe where a look-up and then an insertion take two.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func insertIfAbsent<M: Model>(_ model: M, for id: ModelID) -> (any Model)? {
+        // Growing first even when the id is here: that only brings a growth one insertion ahead.
+        if ModelIDHashing.isOverloaded(count: count + 1, size: slots.count) { grow() }
+        let (position, tag) = position(of: id)
+        let slot = slots[position]
+        if slot != 0 { return self.model(in: slot) }
+        count += 1
+        let unmanaged = Unmanaged.passUnretained(model)
+        assert(UInt(bitPattern: unmanaged.toOpaque()) & Self.tagMask == 0, "a model at an address malloc does not align")
+        record(classOf: model)
+        slots[position] = UInt(bitPattern: unmanaged.toOpaque()) | tag
+        return nil
+    }
+
     /// Opens `model` to insert it (its dynamic type is the one stored).
     private mutating func store<M: Model>(_ model: M, for id: ModelID) {
         insert(Unmanaged.passUnretained(model), for: id)

@@ -136,7 +136,7 @@ open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
     /// then. Without them, a graph built before it joins a context would have nothing keeping
     /// its parts alive (references do not retain). The context it joins adopts them, and the
     /// list is emptied; a model in a context holds only targets in other contexts.
-    final var held: [AnyObject] {
+    @usableFromInline final var held: [AnyObject] {
         get { (tracker as HeldModels?)?.held ?? [] }
         set {
             if let tracker = tracker as HeldModels? {
@@ -165,7 +165,7 @@ open class ModelObject<Properties: ModelProperties>: AnyModelObject, Model {
     }
 
     /// Adds `models` to ``held``; nothing to do (the usual case) when there are none.
-    final func hold(_ models: [AnyObject]) {
+    @usableFromInline final func hold(_ models: [AnyObject]) {
         if !models.isEmpty { held += models }
     }
 

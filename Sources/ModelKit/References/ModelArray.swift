@@ -24,7 +24,12 @@ public struct ModelArray<Element: Model> {
     @usableFromInline var references: [ModelRef<Element>]
     /// The context in which elements are resolved; set by the owning model when it hands the array
     /// out. `nil`: elements resolve only among `held`.
-    weak var context: ModelContext?
+    var context: ModelContext? {
+        get { link?.context }
+        set { link = newValue?.link }
+    }
+    /// How the array holds its context: not `weak` (see ``ContextLink``).
+    private var link: ContextLink?
     /// The models elements resolve among when the context has not got them: those the owner
     /// holds (see ``ModelObject/held``), and `added`.
     var held: [AnyObject] = []
@@ -66,14 +71,14 @@ public struct ModelArray<Element: Model> {
     }
 
     /// Prepares the array to resolve its elements where its owner's references resolve.
-    mutating func attach(context: ModelContext?, held: [AnyObject]) {
+    @usableFromInline mutating func attach(context: ModelContext?, held: [AnyObject]) {
         self.context = context
         self.held = held
     }
 
     /// Hands the models added to the array to its owner, before the array is stored: `context`
     /// adopts those it can; the rest are returned, for the owner to hold.
-    mutating func release(to context: ModelContext?) -> [AnyObject] {
+    @usableFromInline mutating func release(to context: ModelContext?) -> [AnyObject] {
         defer {
             held = []
             added = []
@@ -185,12 +190,50 @@ extension ModelArray: RangeReplaceableCollection {
         }
         // Lazily mapped: appending one model must not allocate an intermediate array.
         references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
-        for model in newElements {
-            journal?.added.append(model)
-            if !(context?.adopt(model) ?? false) {
-                held.append(model)
-                added.append(model)
-            }
+        for model in newElements { noteAdded(model, journal: journal) }
+    }
+
+    /// Adds a reference to `model` at the end. A model that has never been in a context joins
+    /// the array's context.
+    ///
+    /// ```swift
+    /// author.posts.append(post)
+    /// ```
+    ///
+    /// - Complexity: Amortized O(1).
+    @inlinable
+    public mutating func append(_ model: Element) {
+        // Not the default, which goes through `replaceSubrange` with a one-element collection:
+        // in code that is not specialized for `Element`, each of the collection types it passes
+        // through is looked up at run time, and that cost more than the append. Inlined, the
+        // stored array's append is specialized for the app's model type.
+        references.append(ModelRef(model))
+        _noteAppended(model)
+    }
+
+    /// The part of ``append(_:)`` that is not inlined.
+    @usableFromInline mutating func _noteAppended(_ model: Element) {
+        noteAdded(model, journal: journal)
+    }
+
+    /// Adds references to `models` at the end, in order.
+    ///
+    /// - Complexity: Amortized O(m), where m is the number of models added.
+    public mutating func append<S: Sequence>(contentsOf models: S) where S.Element == Element {
+        let journal = self.journal
+        for model in models {
+            references.append(ModelRef(model))
+            noteAdded(model, journal: journal)
+        }
+    }
+
+    /// Tells the journal (if a mutation of an array with an inverse opened one) of `model`, and
+    /// has the array's context adopt it; the array holds what its context can't.
+    private mutating func noteAdded(_ model: Element, journal: ModelArrayJournal?) {
+        journal?.added.append(model)
+        if !(context?.adopt(model) ?? false) {
+            held.append(model)
+            added.append(model)
         }
     }
 

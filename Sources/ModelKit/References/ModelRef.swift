@@ -38,13 +38,15 @@ public struct ModelRef<Target: Model> {
     public var id: ModelID? { storedId.isZero ? nil : storedId }
 
     /// Creates an empty reference.
+    @inlinable
     public init() {
         storedId = .zero
     }
 
     /// Creates a reference to `target`, or an empty one when `target` is `nil`.
+    @inlinable
     public init(_ target: Target?) {
-        storedId = target?.modelId ?? .zero
+        storedId = target?.storage.metadata.modelId ?? .zero
     }
 
     /// Creates a reference to the model with `id`, resolved when it is read. A `nil` id, or the
