@@ -104,6 +104,7 @@ enum Benchmarks {
         loadJSON,
         writePlist,
         loadPlist,
+        saveLoad,
         queryBetween,
         queryIn,
         queryBeginsWith,
