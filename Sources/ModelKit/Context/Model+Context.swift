@@ -19,7 +19,7 @@ extension Model {
     public static func instance(in context: ModelContext, isolation: (any Actor)? = #isolation) -> Self {
         context.claim(for: isolation)
         let model = Self()
-        guard !(model is any ContextFreeModel) else { return model }
+        guard !context.isContextFree(model) else { return model }
         return context.insert(model)
     }
 
@@ -96,7 +96,7 @@ extension Model {
         let model = Self()
         identify(model)
         model.storage.metadata.state = .needsData
-        guard !(model is any ContextFreeModel) else { return model }
+        guard !context.isContextFree(model) else { return model }
         return context.insert(model)
     }
 

@@ -88,8 +88,7 @@ public final class ModelContext {
                 byType[key] = list
                 isNew = true
             }
-            model.storage.box.typeSlot = list.models.count
-            list.models.append(model)
+            model.typeSlot = list.append(model)
             return isNew
         }
 
@@ -119,9 +118,34 @@ public final class ModelContext {
 
     /// The models of one type in a context.
     final class TypeList<M: Model>: DetachableList {
-        // Unchecked: only the context's own code touches a list, one access at a time, and a
-        // run-time check cost as much as the append of an insertion.
-        @exclusivity(unchecked) var models: [M] = []
+        /// The models, kept as an array of their base class. This code is not specialized for
+        /// `M`, and each call to a method of `[M]` looks the type `[M]` up at run time, which
+        /// cost more than the append of an insertion; `[AnyModelObject]`'s methods are
+        /// specialized. An array of class references has the same representation whatever the
+        /// class (an upcast of `[M]` shares its storage), and only `M`s are ever stored, so
+        /// ``models`` views the same storage as `[M]`. Unchecked: only the context's own code
+        /// touches a list, one access at a time, and a run-time check cost as much as an append.
+        @exclusivity(unchecked) private var stored: [AnyModelObject] = []
+
+        /// The models, typed.
+        var models: [M] {
+            get { unsafeBitCast(stored, to: [M].self) }
+            set { stored = unsafeBitCast(newValue, to: [AnyModelObject].self) }
+            _modify {
+                // Moved out and back, so that the array stays uniquely referenced while it is
+                // mutated (a copy would make every mutation copy the storage).
+                var models = unsafeBitCast(stored, to: [M].self)
+                stored = []
+                defer { stored = unsafeBitCast(models, to: [AnyModelObject].self) }
+                yield &models
+            }
+        }
+
+        /// Appends `model` and returns its position.
+        @inline(__always) func append(_ model: M) -> Int {
+            stored.append(model)
+            return stored.count - 1
+        }
 
         func detachAll() {
             models.withUnsafeBufferPointer { models in
@@ -199,6 +223,22 @@ public final class ModelContext {
         let made = ContextLink(self)
         storedLink = made
         return made
+    }
+
+    /// The class last asked about by ``isContextFree(_:)``, and the answer.
+    @exclusivity(unchecked) private var lastContextFreeCheck: (type: ObjectIdentifier, isContextFree: Bool)?
+
+    /// Whether `model` is a ``ContextFreeModel``, remembered for the last class asked about: a
+    /// conformance check is a look-up in the runtime's tables, and creating a model asks it each
+    /// time (models are mostly made many of one type at a time).
+    ///
+    /// - Complexity: O(1).
+    func isContextFree<M: Model>(_ model: M) -> Bool {
+        let type = ObjectIdentifier(Swift.type(of: model))
+        if let last = lastContextFreeCheck, last.type == type { return last.isContextFree }
+        let answer = model is any ContextFreeModel
+        lastContextFreeCheck = (type, answer)
+        return answer
     }
 
     /// Models the app still holds outlive their context; their unowned pointer to it must not.
