@@ -607,8 +607,8 @@ final class GraphLoader {
         _ box: ModelObject<Properties>, with properties: consuming Properties, _ header: Header,
         joining context: Unmanaged<ModelContext>?
     ) {
-        // The values move into the storage: copying them would copy every string, array and
-        // weak reference in them.
+        // The values move into the storage: copying them would retain every string and array in
+        // them (and each to-many reference's context link).
         box.values = properties
         stamp(box, header, joining: context)
     }

@@ -671,7 +671,8 @@ struct QueuedModel {
 extension Encodable {
     /// `encode(to:)` on a value in place. Calling it on a value stored in a class makes the
     /// compiler copy the value first (the class could change it during the call), and copying
-    /// properties copies every weak reference in them, which costs an atomic operation each. An
+    /// properties retains every string, array and to-many reference's context link in them, an
+    /// atomic operation each. An
     /// `inout` value is exclusively the callee's, so it is passed by address as it is. Nothing is
     /// written to it.
     @inline(__always) fileprivate mutating func encodeInPlace(to encoder: any Encoder) throws {
@@ -681,8 +682,8 @@ extension Encodable {
 
 /// References write themselves as pointers (and queue their targets) instead of encoding.
 ///
-/// The value is passed by address: copying a reference copies its weak reference, which costs
-/// more than writing it.
+/// The value is passed by address: copying a to-many reference retains its storage and its
+/// context link, which costs more than writing it.
 protocol StreamReference {
     static func writePointers(at value: UnsafeRawPointer, with writer: GraphStreamWriter) throws
 }
