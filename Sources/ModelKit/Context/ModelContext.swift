@@ -50,6 +50,10 @@ public final class ModelContext {
         /// were cleared, ever: a walk positioning models by type slot stops trusting the slots
         /// once it changed (see `GraphStreamWriter.dropSlotsIfMoved()`).
         var removals = 0
+        /// The type list last appended to, unretained (`byType` holds it, and never replaces or
+        /// removes a list: only a whole new registry drops them): models are mostly made many of
+        /// one type at a time, and the look-up in `byType` hashes the type on every insertion.
+        private var lastList: (type: ObjectIdentifier, list: Unmanaged<AnyObject>)?
 
         /// The ids of the models inserted since the last reset (whose inserted generation is
         /// `generation`) and still here. O(n) in the models of the context, and no work at all
@@ -80,7 +84,10 @@ public final class ModelContext {
             let key = ObjectIdentifier(M.self)
             let list: TypeList<M>
             let isNew: Bool
-            if let existing = byType[key] {
+            if let lastList, lastList.type == key {
+                list = unsafeDowncast(lastList.list.takeUnretainedValue(), to: TypeList<M>.self)
+                isNew = false
+            } else if let existing = byType[key] {
                 list = unsafeDowncast(existing, to: TypeList<M>.self)
                 isNew = false
             } else {
@@ -88,6 +95,7 @@ public final class ModelContext {
                 byType[key] = list
                 isNew = true
             }
+            lastList = (key, Unmanaged.passUnretained(list))
             model.typeSlot = list.append(model)
             return isNew
         }
@@ -183,7 +191,7 @@ public final class ModelContext {
     ///
     /// While it is set, every write saves the model's values before it (as while someone
     /// observes each change), and the undo steps retain the models they restore.
-    public var undoManager: (any UndoRegistering)? {
+    @exclusivity(unchecked) public var undoManager: (any UndoRegistering)? {
         // Models that write quietly now must take the path that registers undo.
         didSet { ChangeEpoch.advance() }
     }
@@ -310,7 +318,7 @@ public final class ModelContext {
     /// Context-wide strings of other targets of this package (see `packageValue(_:)`).
     var packageValues: [String: String] = [:]
     /// How many of `metadataTables` keep removed entries: a removal asks them only when some do.
-    var tombstoneTables = 0
+    @exclusivity(unchecked) var tombstoneTables = 0
     /// Whether package values or removed entries changed since the last ``resetChanges()``: a
     /// store's save then writes them all.
     var packageStateChanged = false {
@@ -491,7 +499,7 @@ public final class ModelContext {
     @discardableResult
     func adopt<M: Model>(_ model: M) -> Bool {
         if model.storage.context === self { return true }
-        guard Self.isAdoptable(model) else { return false }
+        guard isAdoptable(model) else { return false }
         return insert(model) === model
     }
 
@@ -507,7 +515,7 @@ public final class ModelContext {
 
     /// Registers `model` if it has never been in a context; returns what it held.
     private func adoptOne<N: Model>(_ model: N) -> [AnyObject] {
-        guard Self.isAdoptable(model), register(model) === model else { return [] }
+        guard isAdoptable(model), register(model) === model else { return [] }
         return takeHeld(from: model)
     }
 
@@ -517,15 +525,15 @@ public final class ModelContext {
         let held = owner.storage.box.held
         owner.storage.box.held = held.filter { object in
             guard let model = object as? any Model else { return true }
-            return !(model.modelContext === self || Self.isAdoptable(model))
+            return !(model.modelContext === self || isAdoptable(model))
         }
         return held
     }
 
     /// Whether a context may take `model` in without asking: it has never been in one, and its
     /// type is not context-free.
-    private static func isAdoptable<N: Model>(_ model: N) -> Bool {
-        model.storage.metadata.membership == .unmanaged && !(model is any ContextFreeModel)
+    private func isAdoptable<N: Model>(_ model: N) -> Bool {
+        model.storage.metadata.membership == .unmanaged && !isContextFree(model)
     }
 
     /// Registers `model`: ``insert(_:isolation:)`` without adopting what it holds.

@@ -99,7 +99,7 @@ extension Model {
     {
         let storage = self.storage
         storage.values[keyPath: keyPath].attach(context: storage.context, held: storage.box.held)
-        let mutation = _ArrayMutation<Properties>()
+        var mutation = _ArrayMutation<Properties>()
         let quiet = storage.box.writesQuietlyKeepingInverses
         if let field = inverseField(keyPath) {
             mutation.field = field
@@ -137,7 +137,8 @@ extension Model {
 
 /// What a mutation of a to-many reference that is not quiet carries from its start to its end:
 /// the change being recorded, and for a reference with an inverse, its journal and undo group.
-@usableFromInline final class _ArrayMutation<Properties: ModelProperties> {
+/// A struct: a class would cost an allocation per `append` on an array with an inverse.
+@usableFromInline struct _ArrayMutation<Properties: ModelProperties> {
     var pending: PendingChange<Properties>?
     var field: RelationshipTable.Field?
     var spare: ModelArrayJournal.Spare?

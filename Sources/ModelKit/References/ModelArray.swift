@@ -190,7 +190,7 @@ extension ModelArray: RangeReplaceableCollection {
         }
         // Lazily mapped: appending one model must not allocate an intermediate array.
         references.replaceSubrange(subrange.lowerBound.raw..<subrange.upperBound.raw, with: newElements.lazy.map { ModelRef($0) })
-        for model in newElements { noteAdded(model, journal: journal) }
+        for model in newElements { _noteAdded(model) }
     }
 
     /// Adds a reference to `model` at the end. A model that has never been in a context joins
@@ -208,28 +208,23 @@ extension ModelArray: RangeReplaceableCollection {
         // through is looked up at run time, and that cost more than the append. Inlined, the
         // stored array's append is specialized for the app's model type.
         references.append(ModelRef(model))
-        _noteAppended(model)
-    }
-
-    /// The part of ``append(_:)`` that is not inlined.
-    @usableFromInline mutating func _noteAppended(_ model: Element) {
-        noteAdded(model, journal: journal)
+        _noteAdded(model)
     }
 
     /// Adds references to `models` at the end, in order.
     ///
     /// - Complexity: Amortized O(m), where m is the number of models added.
     public mutating func append<S: Sequence>(contentsOf models: S) where S.Element == Element {
-        let journal = self.journal
         for model in models {
             references.append(ModelRef(model))
-            noteAdded(model, journal: journal)
+            _noteAdded(model)
         }
     }
 
     /// Tells the journal (if a mutation of an array with an inverse opened one) of `model`, and
-    /// has the array's context adopt it; the array holds what its context can't.
-    private mutating func noteAdded(_ model: Element, journal: ModelArrayJournal?) {
+    /// has the array's context adopt it; the array holds what its context can't. Not inlined
+    /// into ``append(_:)``: it is the rare part.
+    @usableFromInline mutating func _noteAdded(_ model: Element) {
         journal?.added.append(model)
         if !(context?.adopt(model) ?? false) {
             held.append(model)

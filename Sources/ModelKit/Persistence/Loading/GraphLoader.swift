@@ -330,7 +330,7 @@ final class GraphLoader {
     }
 
     private func insert<M: Model>(_ model: M) {
-        guard !(model is any ContextFreeModel) else { return }
+        guard !context.isContextFree(model) else { return }
         context.insert(model)
     }
 
