@@ -9,6 +9,30 @@ import Testing
 
 @Suite("Quiet writes of relationships")
 @MainActor struct RelationshipQuietWriteTests {
+    @Test("New models of types with and without relationships, written in turns, each keep inverses where declared")
+    func typesWrittenInTurnsKeepTheirOwnQuietWrites() {
+        // The first write of a new model asks whether its type declares relationships, and the
+        // last answer is remembered: writing models of two types in turns must never hand one
+        // type the other's answer.
+        inFreshContext { _ in
+            let folders = (0..<3).map { _ in Folder.instance() }
+            var memos: [Memo] = []
+            for round in 0..<9 {
+                let attachment = Attachment.instance()
+                attachment.fileName = "file \(round)"  // no relationships: remembered as such
+                let memo = Memo.instance()
+                memo.title = "memo \(round)"  // the first write: Memo declares relationships
+                memo.folder = folders[round % 3]  // quiet now, and must still keep the inverse
+                memo.attachments.append(attachment)
+                memos.append(memo)
+            }
+            for (index, folder) in folders.enumerated() {
+                #expect(folder.notes.ids == memos.indices.filter { $0 % 3 == index }.map { memos[$0].modelId })
+            }
+            #expect(memos.allSatisfy { $0.attachments.count == 1 })
+        }
+    }
+
     @Test("Writes after the first, with nothing read in between, still keep both sides in line")
     func quietWritesKeepInverses() {
         inFreshContext { context in

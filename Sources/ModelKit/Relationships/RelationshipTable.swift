@@ -313,7 +313,21 @@ extension Model {
 }
 
 /// Whether `M` declares relationships, so that its models' quiet writes of references still
-/// look for inverses (see `ChangeEpoch.relationshipsBit`). Asked on the slow path of writes only.
+/// look for inverses (see `ChangeEpoch.relationshipsBit`). Asked on the slow path of writes: the
+/// first write of every new model.
+///
+/// - Complexity: O(1).
 @usableFromInline func _hasRelationships<M: Model>(_ type: M.Type) -> Bool {
-    RelationshipTable.of(M.self) != nil
+    // The last type asked about, with the answer in its low bit (type metadata is aligned): the
+    // tables' look-up hashes the type, and models are mostly written many of one type at a time.
+    // One word, so that threads racing to replace it never pair a type with another's answer.
+    let key = UInt(bitPattern: ObjectIdentifier(M.self))
+    let last = lastRelationshipAnswer.load(ordering: .relaxed)
+    if last & ~1 == key { return last & 1 == 1 }
+    let answer = RelationshipTable.of(M.self) != nil
+    lastRelationshipAnswer.store(key | (answer ? 1 : 0), ordering: .relaxed)
+    return answer
 }
+
+/// See ``_hasRelationships(_:)``; 0 before the first question.
+private let lastRelationshipAnswer = Atomic<UInt>(0)

@@ -5,8 +5,9 @@ final class IndexRegistry {
     /// Each type's indexes, in a list typed for it: reading them back is a pointer cast, where
     /// casting each index from `AnyObject` to `any MaintainedIndex<M>` would be a dynamic cast
     /// to a parameterized existential on every write of an indexed model (which showed in the
-    /// writes of a batch).
-    private var lists: [ObjectIdentifier: AnyIndexList] = [:]
+    /// writes of a batch). Unchecked: the registry is its context's, used by one domain, and
+    /// every insertion asks it (the run-time check cost more than the empty look-up).
+    @exclusivity(unchecked) private var lists: [ObjectIdentifier: AnyIndexList] = [:]
 
     var isEmpty: Bool { lists.isEmpty }
 
