@@ -23,7 +23,14 @@ int modelkit_start_writeback(int descriptor, int64_t offset, int64_t count) {
 void *modelkit_map_memory(size_t bytes) {
 #if defined(__linux__)
     void *address = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return address == MAP_FAILED ? NULL : address;
+    if (address == MAP_FAILED) return NULL;
+#if defined(MADV_HUGEPAGE)
+    // An output is written front to back, page after page: with huge pages (where the system
+    // offers them on request) it takes one fault per 2 MB instead of one per 4 KB. The flag
+    // stays with the mapping when mremap grows or moves it. A refusal changes nothing.
+    (void)madvise(address, bytes, MADV_HUGEPAGE);
+#endif
+    return address;
 #else
     (void)bytes;
     return NULL;
