@@ -37,7 +37,9 @@ int modelkit_start_writeback(int descriptor, int64_t offset, int64_t count);
 /// `bytes` (a multiple of the page size) of new zeroed memory mapped for reading and writing, or
 /// NULL on failure; Linux only (elsewhere always NULL). Why: an in-memory output that lives in a
 /// mapping of its own grows with `modelkit_remap_memory`, which moves its pages instead of copying
-/// them, and is handed back to the system at once when it is freed.
+/// them, and is handed back to the system at once when it is freed. The mapping asks for huge
+/// pages (`MADV_HUGEPAGE`, where the system offers them on request): writing 60 MB then takes
+/// about 30 page faults instead of about 15,000, for at most one partly written 2 MB page more.
 void *modelkit_map_memory(size_t bytes);
 
 /// Resizes a mapping from `modelkit_map_memory` of `bytes` to `newBytes` (multiples of the page
