@@ -47,6 +47,16 @@ func read(_ service: KintoService, _ label: String) async {
 
 /// Uploads a file of `megabytes` MiB made in `folder`, downloads it back, and reports the peak
 /// memory before and after (issue #35: a file of any size crosses in bounded memory).
+/// `count` varied bytes, the same for the same seed (a linear congruential generator's high
+/// bits): file contents that neither compress nor repeat within a block.
+func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {
+    var state = seed
+    return (0..<count).map { _ in
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return UInt8(truncatingIfNeeded: state >> 33)
+    }
+}
+
 func transferFile(_ arguments: [String]) async {
     guard arguments.count == 8, let url = URL(string: arguments[2]), let megabytes = Int(arguments[6]) else {
         FileHandle.standardError.write(Data("usage: ServiceClientChild files URL BUCKET USER PASSWORD MEGABYTES FOLDER\n".utf8))
@@ -55,12 +65,7 @@ func transferFile(_ arguments: [String]) async {
     let folder = URL(fileURLWithPath: arguments[7])
     let source = folder.appendingPathComponent("large.bin")
     // A mebibyte of varied bytes, written again and again.
-    var block = [UInt8](repeating: 0, count: 1 << 20)
-    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-    for index in block.indices {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        block[index] = UInt8(truncatingIfNeeded: state >> 33)
-    }
+    let block = pseudoRandomBytes(count: 1 << 20, seed: 0x9E37_79B9_7F4A_7C15)
     _ = FileManager.default.createFile(atPath: source.path, contents: nil)
     guard let output = try? FileHandle(forWritingTo: source) else { exit(3) }
     for _ in 0..<megabytes { try? output.write(contentsOf: Data(block)) }
@@ -102,12 +107,7 @@ func downloadPastWriteLimit(_ arguments: [String]) async {
     let service = KintoService(
         url: url, bucket: arguments[3], user: arguments[4], password: arguments[5], timeout: .seconds(240))
     service.pendingFilesFolder = folder.appendingPathComponent("pending")
-    var state: UInt64 = 0x2545_F491_4F6C_DD1D
-    let bytes = Data(
-        (0..<(8 << 20)).map { _ in
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        })
+    let bytes = Data(pseudoRandomBytes(count: 8 << 20, seed: 0x2545_F491_4F6C_DD1D))
     let uploaded: ServiceFile
     let pending: ServiceFile
     do {

@@ -119,7 +119,7 @@ public final class ModelContext {
             let last = list.models.removeLast()
             if slot < list.models.count {
                 list.models[slot] = last
-                last.storage.box.typeSlot = slot
+                last.typeSlot = slot
             }
         }
     }
@@ -157,14 +157,14 @@ public final class ModelContext {
 
         func detachAll() {
             models.withUnsafeBufferPointer { models in
-                for model in models { model.storage.box.context = nil }
+                for model in models { model.context = nil }
             }
         }
 
         func collectInserted(generation: UInt32, into ids: inout Set<ModelID>) {
             models.withUnsafeBufferPointer { models in
-                for model in models where model.storage.box.insertedGeneration == generation {
-                    ids.insert(model.storage.box.metadata.modelId)
+                for model in models where model.insertedGeneration == generation {
+                    ids.insert(model.metadata.modelId)
                 }
             }
         }
@@ -498,7 +498,7 @@ public final class ModelContext {
     /// - Complexity: O(1), plus the models it holds (see ``ModelObject/held``).
     @discardableResult
     func adopt<M: Model>(_ model: M) -> Bool {
-        if model.storage.context === self { return true }
+        if model.context === self { return true }
         guard isAdoptable(model) else { return false }
         return insert(model) === model
     }
@@ -533,16 +533,16 @@ public final class ModelContext {
     /// Whether a context may take `model` in without asking: it has never been in one, and its
     /// type is not context-free.
     private func isAdoptable<N: Model>(_ model: N) -> Bool {
-        model.storage.metadata.membership == .unmanaged && !isContextFree(model)
+        model.metadata.membership == .unmanaged && !isContextFree(model)
     }
 
     /// Registers `model`: ``insert(_:isolation:)`` without adopting what it holds.
     private func register<M: Model>(_ model: M) -> M {
-        let previous = model.storage.context
+        let previous = model.context
         if previous === self { return model }
-        let previousSlot = model.storage.box.typeSlot
-        let id = model.storage.metadata.modelId
-        let objectKey = model.storage.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
+        let previousSlot = model.typeSlot
+        let id = model.metadata.modelId
+        let objectKey = model.metadata.objectId.map { ObjectKey(type: ObjectIdentifier(M.self), objectId: $0) }
         let generation = changeGeneration
         var countsAsInserted = false
         var firstOfType = false
@@ -570,17 +570,17 @@ public final class ModelContext {
         if firstOfType { ModelRegistry.noteUse(of: M.self) }
         // Only now that this context holds the model does it leave the one it was in.
         previous?.remove(model, typeSlot: previousSlot)
-        model.storage.context = self
-        model.storage.metadata.membership = .managed
+        model.context = self
+        model.metadata.membership = .managed
         didInsert(model, countsAsInserted: countsAsInserted, generation: generation)
         return model
     }
 
     /// The bookkeeping after `model` was registered: change tracking, indexes and observers.
     func didInsert<M: Model>(_ model: M, countsAsInserted: Bool, generation: UInt32) {
-        model.storage.quietEpoch = 0  // its writes must now be noted by this context
-        model.storage.insertedGeneration = countsAsInserted ? generation : 0
-        if tombstoneTables > 0 { noteReturn(model.storage.metadata.modelId) }
+        model.quietEpoch = 0  // its writes must now be noted by this context
+        model.insertedGeneration = countsAsInserted ? generation : 0
+        if tombstoneTables > 0 { noteReturn(model.metadata.modelId) }
         indexRegistry.forEach(of: M.self) { $0.inserted(model) }
         if undoManager != nil { registerUndoOfInsert(model) }
         if !changeObservers.isEmpty {
@@ -609,14 +609,14 @@ public final class ModelContext {
     ///   moves one, under the lock).
     func remove<M: Model>(_ model: M, typeSlot: Int?) {
         // Its writes in the open batch are reported (and undone) before its removal.
-        if openBatch != nil, model.storage.context === self { model.leaveContextBatch() }
-        let id = model.storage.metadata.modelId
-        let insertedSinceReset = model.storage.insertedGeneration == changeGeneration
+        if openBatch != nil, model.context === self { model.leaveContextBatch() }
+        let id = model.metadata.modelId
+        let insertedSinceReset = model.insertedGeneration == changeGeneration
         let removed = withRegistry { registry -> Bool in
             guard let held = registry.models[id], held === model else { return false }
             registry.models[id] = nil
-            registry.removeFromTypeList(model, at: typeSlot ?? model.storage.box.typeSlot)
-            if let objectId = model.storage.metadata.objectId {
+            registry.removeFromTypeList(model, at: typeSlot ?? model.typeSlot)
+            if let objectId = model.metadata.objectId {
                 let key = ObjectKey(type: ObjectIdentifier(M.self), objectId: objectId)
                 if registry.objectIds[key] === model { registry.objectIds[key] = nil }
             }
@@ -627,14 +627,14 @@ public final class ModelContext {
         guard removed else { return }
         if tombstoneTables > 0 {
             noteRemoval(
-                id, name: M.modelName, objectId: model.storage.metadata.objectId,
-                createdAt: model.storage.metadata.createdAt)
+                id, name: M.modelName, objectId: model.metadata.objectId,
+                createdAt: model.metadata.createdAt)
         }
         hasRemovedIds = true
         if undoManager != nil { registerUndoOfRemove(model) }
         indexRegistry.forEach(of: M.self) { $0.removed(model) }
-        model.storage.context = nil
-        model.storage.metadata.membership = .removed
+        model.context = nil
+        model.metadata.membership = .removed
         if !changeObservers.isEmpty {
             changeObservers.notify(ModelChangeEvent(kind: .removed, modelId: id, modelName: M.modelName), model: model)
         }
@@ -666,8 +666,8 @@ public final class ModelContext {
     }
 
     private func detach<M: Model>(_ model: M) {
-        model.storage.context = nil
-        model.storage.metadata.membership = .removed
+        model.context = nil
+        model.metadata.membership = .removed
         guard !changeObservers.isEmpty else { return }
         let event = ModelChangeEvent(kind: .removed, modelId: model.modelId, modelName: M.modelName)
         changeObservers.notify(event, model: model)
@@ -676,8 +676,8 @@ public final class ModelContext {
     /// Re-indexes a model whose object id changed from `old` to its current value.
     func objectIdChanged<M: Model>(_ model: M, from old: String?) {
         let type = ObjectIdentifier(M.self)
-        let id = model.storage.metadata.modelId
-        let new = model.storage.metadata.objectId
+        let id = model.metadata.modelId
+        let new = model.metadata.objectId
         withRegistry { registry in
             guard registry.models[id] === model else { return }
             if let old, registry.objectIds[ObjectKey(type: type, objectId: old)] === model {

@@ -176,7 +176,8 @@ extension Model {
     /// it when it has never been in one; a model in no context, or a target in another context,
     /// is held by this model (see ``ModelObject/held``).
     func adopt<Target: Model>(_ target: Target) {
-        let context = storage.context
+        // `context` is the base class's: reading it through `storage` would look up the typed
+        // storage's generic metadata (this code is not specialized).
         if let context, context.adopt(target) { return }
         if !storage.box.held.contains(where: { $0 === target }) {
             storage.box.held.append(target)

@@ -12,8 +12,7 @@ extension Model {
     @usableFromInline
     func _target<Target: Model>(_ type: Target.Type, id: ModelID) -> Target? {
         guard !id.isZero else { return nil }
-        let storage = self.storage
-        if let context = storage.context, let found = context.model(Target.self, modelId: id) { return found }
+        if let context, let found = context.model(Target.self, modelId: id) { return found }
         let held = storage.box.held
         return held.isEmpty ? nil : ModelRef<Target>.live(id, among: held)
     }
@@ -25,7 +24,7 @@ extension Model {
         guard let newValue else { return !oldId.isZero }
         // The same id may name another instance (the old target was removed and this is a new
         // model with its id): that is a change.
-        if oldId == newValue.storage.metadata.modelId, _target(Target.self, id: oldId) === newValue { return false }
+        if oldId == newValue.metadata.modelId, _target(Target.self, id: oldId) === newValue { return false }
         adopt(newValue)
         return true
     }
