@@ -45,8 +45,6 @@ func read(_ service: KintoService, _ label: String) async {
     )
 }
 
-/// Uploads a file of `megabytes` MiB made in `folder`, downloads it back, and reports the peak
-/// memory before and after (issue #35: a file of any size crosses in bounded memory).
 /// `count` varied bytes, the same for the same seed (a linear congruential generator's high
 /// bits): file contents that neither compress nor repeat within a block.
 func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {
@@ -57,6 +55,8 @@ func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {
     }
 }
 
+/// Uploads a file of `megabytes` MiB made in `folder`, downloads it back, and reports the peak
+/// memory before and after (issue #35: a file of any size crosses in bounded memory).
 func transferFile(_ arguments: [String]) async {
     guard arguments.count == 8, let url = URL(string: arguments[2]), let megabytes = Int(arguments[6]) else {
         FileHandle.standardError.write(Data("usage: ServiceClientChild files URL BUCKET USER PASSWORD MEGABYTES FOLDER\n".utf8))

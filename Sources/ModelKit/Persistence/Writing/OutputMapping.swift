@@ -8,7 +8,8 @@ import ModelKitShims
 /// behind stay resident in the heap: growing a 60 MB output that way peaked at about 2.1–2.3x its
 /// size. A mapping grows with `mremap`, which moves the pages instead of copying them, touches
 /// only the pages written (huge pages where the system offers them: one fault per 2 MB), and is
-/// handed back to the system by `munmap` as soon as the output's `Data` goes. Elsewhere (``isAvailable`` is `false`) buffers keep growing with `realloc`.
+/// handed back to the system by `munmap` as soon as the output's `Data` goes. Elsewhere
+/// (``isAvailable`` is `false`) buffers keep growing with `realloc`.
 enum OutputMapping {
     /// Whether buffers move into mappings: Linux only (its `mremap`).
     #if os(Linux)
