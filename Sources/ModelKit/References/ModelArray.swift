@@ -222,8 +222,9 @@ extension ModelArray: RangeReplaceableCollection {
     }
 
     /// Tells the journal (if a mutation of an array with an inverse opened one) of `model`, and
-    /// has the array's context adopt it; the array holds what its context can't. Not inlined
-    /// into ``append(_:)``: it is the rare part.
+    /// has the array's context adopt it; the array holds what its context can't. Out of line
+    /// (not inlined into ``append(_:)``): adopting is generic work that need not be specialized
+    /// into the app's code.
     @usableFromInline mutating func _noteAdded(_ model: Element) {
         journal?.added.append(model)
         if !(context?.adopt(model) ?? false) {

@@ -672,9 +672,8 @@ extension Encodable {
     /// `encode(to:)` on a value in place. Calling it on a value stored in a class makes the
     /// compiler copy the value first (the class could change it during the call), and copying
     /// properties retains every string, array and to-many reference's context link in them, an
-    /// atomic operation each. An
-    /// `inout` value is exclusively the callee's, so it is passed by address as it is. Nothing is
-    /// written to it.
+    /// atomic operation each. An `inout` value is exclusively the callee's, so it is passed by
+    /// address as it is. Nothing is written to it.
     @inline(__always) fileprivate mutating func encodeInPlace(to encoder: any Encoder) throws {
         try encode(to: encoder)
     }
